@@ -1,0 +1,34 @@
+// CBenchSupport: process-level instrumentation for troupe-bench.
+//
+// Linking this target into an executable interposes the malloc family
+// (malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign)
+// for the whole process, including the Swift runtime, libdispatch and Foundation.
+// Every call is forwarded to glibc's allocator; the wrappers only count.
+#ifndef CBENCHSUPPORT_H
+#define CBENCHSUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Number of allocations performed by the process so far: calls to malloc,
+/// calloc, memalign, posix_memalign and aligned_alloc, plus realloc calls that
+/// produced a new block (realloc(NULL, n), or a block that moved).
+/// Monotonic; take the difference of two readings.
+uint64_t CBenchSupport_allocation_count(void);
+
+/// User + system CPU time consumed by the whole process (all threads), in seconds.
+double CBenchSupport_process_cpu_seconds(void);
+
+/// Bytes in allocated heap chunks across all malloc arenas (mallinfo2().uordblks).
+/// Chunks served directly by mmap (large blocks) are not included.
+size_t CBenchSupport_heap_in_use(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // CBENCHSUPPORT_H

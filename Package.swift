@@ -1,0 +1,66 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Troupe",
+    products: [
+        .library(name: "Troupe", targets: ["Troupe"]),
+        .executable(name: "troupe-bench", targets: ["troupe-bench"]),
+    ],
+    traits: [
+        .trait(
+            name: "InlineURCU",
+            description: "Compile liburcu's inline queue fast paths into CTroupe (_LGPL_SOURCE). "
+                + "Faster, but links LGPL-2.1 code statically into your binary: see the README."
+        ),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // Benchmarks only (latency percentiles in troupe-bench); the library does not use it.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CURCU",
+            path: "Sources/CURCU",
+            pkgConfig: "liburcu-cds",
+            providers: [.apt(["liburcu-dev"])]
+        ),
+        .target(
+            name: "CTroupe",
+            dependencies: ["CURCU"],
+            path: "Sources/CTroupe",
+            cSettings: [.define("_LGPL_SOURCE", .when(traits: ["InlineURCU"]))]
+        ),
+        .target(
+            name: "Troupe",
+            dependencies: ["CTroupe", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/Troupe"
+        ),
+        .target(
+            name: "TroupeTestSupport",
+            dependencies: ["Troupe"],
+            path: "Tests/TroupeTestSupport"
+        ),
+        .testTarget(
+            name: "TroupeTests",
+            dependencies: ["Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupeTests"
+        ),
+        .testTarget(
+            name: "TroupeStressTests",
+            dependencies: ["Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupeStressTests"
+        ),
+        .target(
+            name: "CBenchSupport",
+            path: "Benchmarks/CBenchSupport"
+        ),
+        .executableTarget(
+            name: "troupe-bench",
+            dependencies: ["Troupe", "CBenchSupport", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            path: "Benchmarks/troupe-bench"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

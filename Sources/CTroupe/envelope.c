@@ -1,0 +1,142 @@
+// The envelope allocator: size-classed, per-thread free lists with batched hand-over.
+//
+// Steady-state messaging allocates nothing: a sender pops an envelope from its thread's free
+// list, the consumer pushes it onto its own thread's list after the handler ran. Lists move
+// between threads a batch at a time through one mutex-protected stack per size class, so the
+// lock is taken once per `BATCH` envelopes, never per message.
+//
+// Concurrency contract:
+// - `local` (thread-local) is touched only by its thread.
+// - `shared[class]` is touched only under `shared_lock[class]`; the mutex also orders the
+//   envelopes' previous contents before their reuse on another thread (visible to TSan).
+// - A thread that exits returns its lists to the shared stacks (pthread key destructor).
+#include "CTroupe.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+enum { CLASS_COUNT = 6, BATCH = 128, LOCAL_LIMIT = 2 * BATCH, LARGE_CLASS = 0xff };
+
+static const size_t class_sizes[CLASS_COUNT] = { 64, 128, 256, 512, 1024, 2048 + CTroupe_envelope_payload_offset };
+_Static_assert(CTroupe_envelope_max_pooled_size + CTroupe_envelope_payload_offset == 2048 + CTroupe_envelope_payload_offset,
+               "the largest class holds the largest pooled payload");
+
+typedef struct {
+    CTroupe_envelope *head;   // linked through `link`
+    uint32_t count;
+} free_list;
+
+typedef struct {
+    free_list lists[CLASS_COUNT];
+    bool registered;          // the exit destructor is armed
+} local_cache;
+
+// A batch is a list of envelopes; the first envelope's `ask_token` links batches on the shared
+// stack and its `reserved` field holds the batch's length.
+static CTroupe_envelope *shared[CLASS_COUNT];
+static pthread_mutex_t shared_lock[CLASS_COUNT] = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+};
+static _Atomic uint64_t fresh_allocations;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static _Thread_local local_cache local;
+
+static void push_batch(unsigned cls, CTroupe_envelope *first, uint32_t count) {
+    first->reserved = count;
+    pthread_mutex_lock(&shared_lock[cls]);
+    first->ask_token = shared[cls];
+    shared[cls] = first;
+    pthread_mutex_unlock(&shared_lock[cls]);
+}
+
+static void return_local_lists(void *unused) {
+    (void)unused;
+    for (unsigned cls = 0; cls < CLASS_COUNT; cls++) {
+        free_list *list = &local.lists[cls];
+        if (list->head != NULL) push_batch(cls, list->head, list->count);
+        list->head = NULL;
+        list->count = 0;
+    }
+}
+
+static void make_exit_key(void) {
+    if (pthread_key_create(&exit_key, return_local_lists) != 0) abort();
+}
+
+static void register_thread(void) {
+    pthread_once(&exit_key_once, make_exit_key);
+    // Any non-NULL value arms the destructor for this thread.
+    pthread_setspecific(exit_key, &local);
+    local.registered = true;
+}
+
+static inline unsigned class_for(size_t total) {
+    unsigned cls = 0;
+    while (cls < CLASS_COUNT && class_sizes[cls] < total) cls++;
+    return cls;
+}
+
+CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size) {
+    size_t total = payload_size + CTroupe_envelope_payload_offset;
+    unsigned cls = class_for(total);
+    if (cls == CLASS_COUNT) {
+        CTroupe_envelope *envelope = malloc(total);
+        if (envelope == NULL) abort();
+        atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
+        envelope->size_class = LARGE_CLASS;
+        return envelope;
+    }
+    free_list *list = &local.lists[cls];
+    CTroupe_envelope *envelope = list->head;
+    if (__builtin_expect(envelope != NULL, 1)) {
+        list->head = envelope->link;
+        list->count -= 1;
+        return envelope;
+    }
+    if (!local.registered) register_thread();
+    // Refill from the shared stack: the whole batch becomes this thread's list.
+    pthread_mutex_lock(&shared_lock[cls]);
+    CTroupe_envelope *batch = shared[cls];
+    if (batch != NULL) shared[cls] = batch->ask_token;
+    pthread_mutex_unlock(&shared_lock[cls]);
+    if (batch != NULL) {
+        list->head = batch->link;
+        list->count = (uint32_t)batch->reserved - 1;
+        batch->size_class = cls;
+        return batch;
+    }
+    envelope = malloc(class_sizes[cls]);
+    if (envelope == NULL) abort();
+    atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
+    envelope->size_class = cls;
+    return envelope;
+}
+
+void CTroupe_envelope_free(CTroupe_envelope *envelope) {
+    unsigned cls = envelope->size_class;
+    if (cls == LARGE_CLASS) {
+        free(envelope);
+        return;
+    }
+    if (__builtin_expect(!local.registered, 0)) register_thread();
+    free_list *list = &local.lists[cls];
+    if (__builtin_expect(list->count >= LOCAL_LIMIT, 0)) {
+        // Hand the older half over as one batch: the first BATCH envelopes after the head stay.
+        CTroupe_envelope *keep_last = list->head;
+        for (uint32_t i = 1; i < BATCH; i++) keep_last = keep_last->link;
+        CTroupe_envelope *given = keep_last->link;
+        keep_last->link = NULL;
+        push_batch(cls, given, list->count - BATCH);
+        list->count = BATCH;
+    }
+    envelope->link = list->head;
+    list->head = envelope;
+    list->count += 1;
+}
+
+uint64_t CTroupe_envelope_fresh_allocations(void) {
+    return atomic_load_explicit(&fresh_allocations, memory_order_relaxed);
+}

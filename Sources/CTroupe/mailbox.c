@@ -1,0 +1,190 @@
+// Actor mailboxes on liburcu's wait-free concurrent queue.
+//
+// Concurrency contract (the whole scheduling protocol of an actor lives in this file):
+// - Any number of producers call CTroupe_mailbox_push concurrently (wait-free enqueue).
+// - Exactly one consumer at a time: the thread holding the mailbox's scheduling right
+//   (`scheduled == 1`). It alone pops, splices and finishes turns, which gives cds_wfcq the
+//   dequeue-side mutual exclusion its synchronisation table requires, and guarantees an actor
+//   never runs on two workers at once.
+// - The right is taken by exactly one of: a producer whose push found the mailbox empty and
+//   whose compare-and-swap on `scheduled` won; the consumer's own finish_turn when messages
+//   raced with its release; CTroupe_mailbox_try_acquire at spawn.
+// - No lost wake-up: a producer writes the tail (xchg, a full barrier in liburcu's uatomic
+//   API) and then reads `scheduled`; the consumer clears `scheduled`, issues a full fence and
+//   then reads the tail. In either interleaving one side sees the other, so a pushed message
+//   is always followed by a scheduling of the actor.
+#include "CTroupe.h"
+#include "tsan.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <urcu/wfcqueue.h>
+
+struct CTroupe_mailbox {
+    // Consumer cache line: read and written by the worker running the actor.
+    struct __cds_wfcq_head head;
+    struct cds_wfcq_node runq_link;   // intrusive node: a scheduled mailbox sits on one run queue
+    void *owner;                      // unretained Swift cell
+    _Atomic uint32_t scheduled;       // 1 while scheduled or running
+    bool tracks_depth;                // immutable after creation
+    // Producer cache line: written by every push.
+    alignas(64) struct cds_wfcq_tail tail;
+    _Atomic int64_t depth;            // pushed (or reserved) minus popped
+};
+
+_Static_assert(sizeof(struct cds_wfcq_node) == sizeof(void *), "cds_wfcq_node is one pointer");
+_Static_assert(offsetof(CTroupe_envelope, link) == 0, "an envelope starts with its queue link");
+_Static_assert(sizeof(((CTroupe_envelope *)0)->link) == sizeof(struct cds_wfcq_node),
+               "the envelope link has the layout of a cds_wfcq_node");
+_Static_assert(sizeof(CTroupe_envelope) <= CTroupe_envelope_payload_offset,
+               "the payload starts after the header");
+_Static_assert(CTroupe_envelope_payload_offset % 16 == 0, "payloads are 16-byte aligned");
+_Static_assert(offsetof(struct CTroupe_mailbox, tail) == 64, "head and tail on separate cache lines");
+_Static_assert(offsetof(struct CTroupe_mailbox, scheduled) < 64, "scheduling state on the consumer line");
+_Static_assert(sizeof(struct CTroupe_mailbox) == 128, "a mailbox is two cache lines");
+
+CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth) {
+    CTroupe_mailbox *mailbox = aligned_alloc(64, sizeof(CTroupe_mailbox));
+    if (mailbox == NULL) abort();
+    __cds_wfcq_init(&mailbox->head, &mailbox->tail);
+    cds_wfcq_node_init(&mailbox->runq_link);
+    mailbox->owner = owner;
+    atomic_init(&mailbox->scheduled, 0);
+    atomic_init(&mailbox->depth, 0);
+    mailbox->tracks_depth = tracks_depth;
+    return mailbox;
+}
+
+void CTroupe_mailbox_destroy(CTroupe_mailbox *mailbox) {
+    free(mailbox);
+}
+
+void *CTroupe_mailbox_owner(const CTroupe_mailbox *mailbox) {
+    return mailbox->owner;
+}
+
+void CTroupe_mailbox_set_owner(CTroupe_mailbox *mailbox, void *owner) {
+    mailbox->owner = owner;
+}
+
+bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, bool reserved) {
+    if (mailbox->tracks_depth && !reserved) atomic_fetch_add_explicit(&mailbox->depth, 1, memory_order_relaxed);
+    struct cds_wfcq_node *node = (struct cds_wfcq_node *)envelope;
+    cds_wfcq_node_init(node);
+    CTROUPE_TSAN_RELEASE(envelope);
+    // Returns false when the queue was empty before this push.
+    if (cds_wfcq_enqueue(&mailbox->head, &mailbox->tail, node)) return false;
+    // The enqueue's xchg on the tail is a full barrier, so this load cannot be satisfied
+    // before the tail write is visible (see the no-lost-wake-up argument above). Reading first
+    // skips the locked instruction when the actor is already scheduled or running.
+    if (atomic_load_explicit(&mailbox->scheduled, memory_order_relaxed) != 0) return false;
+    uint32_t expected = 0;
+    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, 1,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
+    size_t count = 0;
+    while (count < capacity) {
+        struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(&mailbox->head, &mailbox->tail);
+        if (node == NULL || node == CDS_WFCQ_WOULDBLOCK) break;
+        CTROUPE_TSAN_ACQUIRE(node);
+        out[count++] = (CTroupe_envelope *)node;
+    }
+    if (count != 0 && mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, (int64_t)count, memory_order_relaxed);
+    return count;
+}
+
+CTroupe_envelope *CTroupe_mailbox_take_all(CTroupe_mailbox *mailbox) {
+    struct __cds_wfcq_head head;
+    struct cds_wfcq_tail tail;
+    __cds_wfcq_init(&head, &tail);
+    if (__cds_wfcq_splice_blocking(&head, &tail, &mailbox->head, &mailbox->tail) == CDS_WFCQ_RET_SRC_EMPTY)
+        return NULL;
+    // Walk with the blocking iterator so every link a producer was still writing is in place.
+    int64_t count = 0;
+    struct cds_wfcq_node *first = __cds_wfcq_first_blocking(&head, &tail);
+    for (struct cds_wfcq_node *node = first; node != NULL; node = __cds_wfcq_next_blocking(&head, &tail, node)) {
+        CTROUPE_TSAN_ACQUIRE(node);
+        count += 1;
+    }
+    if (mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, count, memory_order_relaxed);
+    return (CTroupe_envelope *)first;
+}
+
+bool CTroupe_mailbox_finish_turn(CTroupe_mailbox *mailbox) {
+    if (!cds_wfcq_empty(&mailbox->head, &mailbox->tail)) return true;
+    atomic_store_explicit(&mailbox->scheduled, 0, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (cds_wfcq_empty(&mailbox->head, &mailbox->tail)) return false;
+    // A push landed between the check and the release; it or we schedule, exactly once.
+    uint32_t expected = 0;
+    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, 1,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+bool CTroupe_mailbox_try_acquire(CTroupe_mailbox *mailbox) {
+    uint32_t expected = 0;
+    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, 1,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+int64_t CTroupe_mailbox_depth(const CTroupe_mailbox *mailbox) {
+    if (!mailbox->tracks_depth) return -1;
+    int64_t depth = atomic_load_explicit(&((CTroupe_mailbox *)mailbox)->depth, memory_order_relaxed);
+    return depth < 0 ? 0 : depth;
+}
+
+int64_t CTroupe_mailbox_reserve(CTroupe_mailbox *mailbox, int64_t delta) {
+    return atomic_fetch_add_explicit(&mailbox->depth, delta, memory_order_relaxed);
+}
+
+bool CTroupe_mailbox_is_empty(const CTroupe_mailbox *mailbox) {
+    CTroupe_mailbox *m = (CTroupe_mailbox *)mailbox;
+    return cds_wfcq_empty(&m->head, &m->tail);
+}
+
+// MARK: - Run queues (same queue, same contract: wait-free push, popping under a try-lock)
+
+struct CTroupe_runqueue {
+    struct __cds_wfcq_head head;
+    _Atomic uint32_t popping;         // try-lock giving poppers cds_wfcq's dequeue exclusion
+    alignas(64) struct cds_wfcq_tail tail;
+};
+
+_Static_assert(offsetof(struct CTroupe_runqueue, tail) == 64, "run queue head and tail on separate cache lines");
+
+CTroupe_runqueue *CTroupe_runqueue_create(void) {
+    CTroupe_runqueue *queue = aligned_alloc(64, sizeof(CTroupe_runqueue));
+    if (queue == NULL) abort();
+    __cds_wfcq_init(&queue->head, &queue->tail);
+    atomic_init(&queue->popping, 0);
+    return queue;
+}
+
+void CTroupe_runqueue_destroy(CTroupe_runqueue *queue) {
+    free(queue);
+}
+
+void CTroupe_runqueue_push(CTroupe_runqueue *queue, CTroupe_mailbox *mailbox) {
+    cds_wfcq_node_init(&mailbox->runq_link);
+    CTROUPE_TSAN_RELEASE(mailbox);
+    cds_wfcq_enqueue(&queue->head, &queue->tail, &mailbox->runq_link);
+}
+
+void *CTroupe_runqueue_pop(CTroupe_runqueue *queue) {
+    if (cds_wfcq_empty(&queue->head, &queue->tail)) return NULL;
+    if (atomic_exchange_explicit(&queue->popping, 1, memory_order_acquire) != 0) return NULL;
+    struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(&queue->head, &queue->tail);
+    atomic_store_explicit(&queue->popping, 0, memory_order_release);
+    if (node == NULL || node == CDS_WFCQ_WOULDBLOCK) return NULL;
+    CTroupe_mailbox *mailbox = caa_container_of(node, CTroupe_mailbox, runq_link);
+    CTROUPE_TSAN_ACQUIRE(mailbox);
+    return mailbox->owner;
+}
+
+bool CTroupe_runqueue_is_empty(const CTroupe_runqueue *queue) {
+    CTroupe_runqueue *q = (CTroupe_runqueue *)queue;
+    return cds_wfcq_empty(&q->head, &q->tail);
+}

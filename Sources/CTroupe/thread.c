@@ -1,0 +1,51 @@
+// Thread placement and per-thread runtime state.
+#define _GNU_SOURCE
+#include "CTroupe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+static _Thread_local void *current_worker;
+
+int CTroupe_pin_current_thread(int cpu) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return EINVAL;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+int CTroupe_allowed_cpus(int *out, int capacity) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return -errno;
+    int count = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && count < capacity; cpu++) {
+        if (CPU_ISSET(cpu, &set)) out[count++] = cpu;
+    }
+    return count;
+}
+
+void *CTroupe_current_worker(void) { return current_worker; }
+void CTroupe_set_current_worker(void *worker) { current_worker = worker; }
+
+int CTroupe_set_thread_name(unsigned long thread, const char *name) {
+    _Static_assert(sizeof(pthread_t) == sizeof(unsigned long), "pthread_t is an unsigned long on Linux");
+    return pthread_setname_np((pthread_t)thread, name);
+}
+
+int64_t CTroupe_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+void CTroupe_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}

@@ -1,0 +1,39 @@
+/// The definition of an actor: its state, the type of message it accepts and how it reacts.
+///
+/// An instance lives inside the runtime and is only ever touched by one worker thread at a
+/// time, so its state needs no locks. Messages arrive one at a time, in order per sender.
+///
+/// ```swift
+/// struct Counter: ActorDefinition {
+///     enum Message: Sendable { case add(Int), get(Reply<Int>) }
+///     var total = 0
+///     mutating func receive(_ message: Message, context: ActorContext<Message>) {
+///         switch message {
+///         case .add(let n): total += n
+///         case .get(let reply): reply.succeed(total)
+///         }
+///     }
+/// }
+/// let counter = system.spawn(Counter())
+/// counter.tell(.add(2))
+/// let total = try await counter.ask { .get($0) }
+/// ```
+public protocol ActorDefinition {
+    /// What the actor accepts. Values cross threads, hence `Sendable`.
+    associatedtype Message: Sendable
+
+    /// Handles one message. Called on a worker thread, never concurrently with any other call
+    /// on this instance. Throwing is a failure of the actor (see ``FailureDirective``).
+    mutating func receive(_ message: Message, context: ActorContext<Message>) throws
+
+    /// Runs on the actor before its first message (and on a fresh instance after a restart).
+    mutating func started(context: ActorContext<Message>)
+
+    /// Runs on the actor after its last message, when it stops for any reason.
+    mutating func stopped(context: ActorContext<Message>)
+}
+
+extension ActorDefinition {
+    public mutating func started(context: ActorContext<Message>) {}
+    public mutating func stopped(context: ActorContext<Message>) {}
+}

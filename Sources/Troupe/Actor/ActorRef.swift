@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+internal import CTroupe
+
+/// A reference to an actor that accepts `Message`. Cheap to copy, `Sendable`, hashable by
+/// actor identity. The only way to reach an actor.
+public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConvertible {
+    let cell: MailboxCell<Message>
+
+    init(cell: MailboxCell<Message>) { self.cell = cell }
+
+    /// Sends `message` without waiting. Any thread, wait-free in steady state (no lock, no
+    /// allocation: envelopes are recycled). Messages from one sender arrive in send order.
+    /// A message that cannot be enqueued becomes a dead letter; the outcome says which.
+    @discardableResult
+    @inline(__always)
+    public func tell(_ message: consuming Message) -> TellOutcome {
+        cell.send(message)
+    }
+
+    /// Sends a request built around a ``Reply`` and waits for the answer.
+    ///
+    /// ```swift
+    /// let total = try await counter.ask { .get($0) }
+    /// ```
+    /// Fails with ``AskError``: `.timedOut` after `timeout` (default: the system's
+    /// ``ActorSystem/Configuration/askTimeout``), `.recipientStopped`, `.noReply` as soon as the
+    /// handler drops the reply unanswered, `.undeliverable` when the request is dead-lettered,
+    /// `.failed` when the handler answers with an error. Never hangs without one of these.
+    public func ask<Value: Sendable>(
+        timeout: Duration? = nil,
+        _ request: (Reply<Value>) -> Message
+    ) async throws(AskError) -> Value {
+        let system = cell.system
+        let limit = timeout ?? system.configuration.askTimeout
+        let result: Result<Value, AskError> = await withUnsafeContinuation { continuation in
+            let state = AskState<Value>(continuation: continuation, timeout: limit, timer: system.timer)
+            send(request(Reply(state)), state: state, timeout: limit)
+        }
+        return try result.get()
+    }
+
+    /// Sends a request and calls `onReply` exactly once with the answer or the error, on the
+    /// thread that completes the ask (the replier's, or the timer's). Keep `onReply` short.
+    public func ask<Value: Sendable>(
+        timeout: Duration? = nil,
+        _ request: (Reply<Value>) -> Message,
+        onReply: @escaping @Sendable (Result<Value, AskError>) -> Void
+    ) {
+        let system = cell.system
+        let limit = timeout ?? system.configuration.askTimeout
+        let state = AskState<Value>(timeout: limit, timer: system.timer, callback: onReply)
+        send(request(Reply(state)), state: state, timeout: limit)
+    }
+
+    /// Blocks the calling thread until the answer arrives: for callers outside the runtime,
+    /// such as a command-line program's main thread. On a Troupe worker thread it fails at once
+    /// with ``AskError/blockingOnWorkerThread`` instead of risking a deadlock.
+    public func askBlocking<Value: Sendable>(
+        timeout: Duration? = nil,
+        _ request: (Reply<Value>) -> Message
+    ) throws(AskError) -> Value {
+        if CTroupe_current_worker() != nil { throw .blockingOnWorkerThread }
+        let waiter = BlockingWaiter<Value>()
+        ask(timeout: timeout, request) { result in waiter.complete(result) }
+        return try waiter.wait().get()
+    }
+
+    private func send<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
+        cell.system.timer.schedule(state, after: timeout)
+        _ = cell.send(message, askToken: Unmanaged.passUnretained(state).toOpaque())
+    }
+
+    /// Asks the actor to stop after the messages already sent to it. Later messages become
+    /// dead letters. Stopping twice is harmless.
+    public func stop() { cell.requestStop() }
+
+    /// The actor's identity.
+    public var address: ActorAddress { cell.address }
+
+    /// Whether the actor has stopped.
+    public var isStopped: Bool { cell.isStopped }
+
+    /// Messages waiting in the mailbox (approximate while senders are active), or `nil` when
+    /// the actor was spawned without ``SpawnOptions/tracksMailboxDepth`` and an unbounded mailbox.
+    public var mailboxDepth: Int? {
+        let depth = CTroupe_mailbox_depth(cell.mailbox)
+        return depth < 0 ? nil : Int(depth)
+    }
+
+    /// Whether the mailbox holds no message (always known, unlike the depth).
+    public var isMailboxEmpty: Bool { CTroupe_mailbox_is_empty(cell.mailbox) }
+
+    /// The system the actor belongs to.
+    public var system: ActorSystem { cell.system }
+
+    public var description: String { "ActorRef<\(Message.self)>(\(cell.address))" }
+
+    public static func == (lhs: ActorRef, rhs: ActorRef) -> Bool { lhs.cell === rhs.cell }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(cell)) }
+}
+
+/// Parks one non-worker thread until a value arrives.
+private final class BlockingWaiter<Value: Sendable>: @unchecked Sendable {  // `result` is written before the release store of `ready` and read after its acquire load
+    private var result: Result<Value, AskError>?
+    private let ready = EventCount()
+    private let done = Atomic<Bool>(false)
+
+    func complete(_ value: Result<Value, AskError>) {
+        result = value
+        done.store(true, ordering: .releasing)
+        ready.notify(all: true)
+    }
+
+    func wait() -> Result<Value, AskError> {
+        while !done.load(ordering: .acquiring) {
+            let epoch = ready.prepareWait()
+            if done.load(ordering: .acquiring) {
+                ready.cancelWait()
+                break
+            }
+            ready.wait(epoch: epoch)
+        }
+        return result!
+    }
+}

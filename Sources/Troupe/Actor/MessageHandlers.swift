@@ -1,0 +1,199 @@
+/// The message of actors with per-type handlers: any `Sendable` value, plus the reply slot
+/// when it was sent with `ask`.
+public struct AnyMessage: Sendable {
+    public let payload: any Sendable
+    let reply: ErasedReply?
+
+    public init(_ payload: any Sendable) {
+        self.payload = payload
+        self.reply = nil
+    }
+
+    init(payload: any Sendable, reply: ErasedReply?) {
+        self.payload = payload
+        self.reply = reply
+    }
+}
+
+/// A ``Reply`` whose value type is checked at run time.
+class ErasedReply: @unchecked Sendable {  // immutable; subclasses hold a thread-safe Reply
+    func succeed(_ value: any Sendable) {}
+    func fail(_ error: AskError) {}
+}
+
+final class TypedErasedReply<Value: Sendable>: ErasedReply, @unchecked Sendable {  // immutable
+    let reply: Reply<Value>
+    init(_ reply: Reply<Value>) { self.reply = reply }
+
+    override func succeed(_ value: any Sendable) {
+        if let typed = value as? Value {
+            reply.succeed(typed)
+        } else {
+            reply.state.complete(.failure(.typeMismatch(expected: "\(Value.self)", actual: "\(type(of: value))")))
+        }
+    }
+
+    override func fail(_ error: AskError) { reply.state.complete(.failure(error)) }
+}
+
+/// An actor defined, as in Oscar and Swactors, by one handler per message type, each with one
+/// of three reactions: void (do work), result (answer at once) or future (answer later).
+///
+/// ```swift
+/// struct Session: HandlerActor {
+///     var user: String?
+///     func setup(_ on: inout MessageHandlers<Session>) {
+///         on.void(Logout.self) { session, _, _ in session.user = nil }
+///         on.result(CurrentUser.self) { session, _, _ in session.user ?? "nobody" }
+///         on.future(Login.self, replying: String.self) { session, login, context, reply in
+///             context.ask(auth, { .check(login, $0) }) { result in ... reply.succeed(...) }
+///         }
+///     }
+/// }
+/// let session = system.spawn(Session())
+/// session.tell(Logout())
+/// let user: String = try await session.ask(CurrentUser())
+/// ```
+/// A message whose type has no handler becomes a dead letter
+/// (``DeadLetterReason/unhandledMessageType(_:)``); an asker learns it at once. Dispatch costs
+/// one dictionary lookup per message: prefer ``ActorDefinition`` with an enum on hot paths.
+public protocol HandlerActor: SendableMetatype {
+    /// Registers the handlers; called once on the actor before its first message (and again on
+    /// a fresh instance after a restart).
+    mutating func setup(_ on: inout MessageHandlers<Self>)
+    mutating func started(context: ActorContext<AnyMessage>)
+    mutating func stopped(context: ActorContext<AnyMessage>)
+}
+
+extension HandlerActor {
+    public mutating func started(context: ActorContext<AnyMessage>) {}
+    public mutating func stopped(context: ActorContext<AnyMessage>) {}
+}
+
+/// The handler table of a ``HandlerActor``.
+public struct MessageHandlers<Actor> {
+    typealias Handler = (inout Actor, any Sendable, ErasedReply?, ActorContext<AnyMessage>) throws -> Void
+    var table: [ObjectIdentifier: Handler] = [:]
+
+    init() {}
+
+    private mutating func add<Payload>(_ type: Payload.Type, _ handler: @escaping Handler) {
+        let key = ObjectIdentifier(type)
+        precondition(table[key] == nil,
+                     "MessageHandlers: a handler for \(Payload.self) is already registered; register exactly one handler per message type")
+        table[key] = handler
+    }
+
+    /// Void reaction: do the work. An asker (expecting `Void`) is answered when it is done.
+    public mutating func void<Payload: Sendable>(
+        _ type: Payload.Type,
+        _ body: @escaping (inout Actor, Payload, ActorContext<AnyMessage>) throws -> Void
+    ) {
+        add(type) { actor, payload, reply, context in
+            try body(&actor, payload as! Payload, context)
+            reply?.succeed(())
+        }
+    }
+
+    /// Result reaction: answer at once with the returned value.
+    public mutating func result<Payload: Sendable, Value: Sendable>(
+        _ type: Payload.Type,
+        _ body: @escaping (inout Actor, Payload, ActorContext<AnyMessage>) throws -> Value
+    ) {
+        add(type) { actor, payload, reply, context in
+            let value = try body(&actor, payload as! Payload, context)
+            reply?.succeed(value)
+        }
+    }
+
+    /// Future reaction: the handler gets the ``Reply`` and completes it later, for example when
+    /// another actor answered. Dropping the reply unanswered fails the asker with `.noReply`.
+    public mutating func future<Payload: Sendable, Value: Sendable>(
+        _ type: Payload.Type,
+        replying valueType: Value.Type,
+        _ body: @escaping (inout Actor, Payload, ActorContext<AnyMessage>, Reply<Value>) throws -> Void
+    ) {
+        add(type) { actor, payload, reply, context in
+            let state = AskState<Value>(timeout: .zero, timer: nil) { result in
+                switch result {
+                case .success(let value): reply?.succeed(value)
+                case .failure(let error): reply?.fail(error)
+                }
+            }
+            try body(&actor, payload as! Payload, context, Reply(state))
+        }
+    }
+}
+
+/// Runs a ``HandlerActor`` as an ``ActorDefinition``.
+struct HandlerHost<Actor: HandlerActor>: ActorDefinition {
+    var actor: Actor
+    var handlers = MessageHandlers<Actor>()
+
+    init(_ actor: consuming Actor) { self.actor = actor }
+
+    mutating func started(context: ActorContext<AnyMessage>) {
+        handlers = MessageHandlers()
+        actor.setup(&handlers)
+        actor.started(context: context)
+    }
+
+    mutating func stopped(context: ActorContext<AnyMessage>) { actor.stopped(context: context) }
+
+    mutating func receive(_ message: AnyMessage, context: ActorContext<AnyMessage>) throws {
+        let payloadType = type(of: message.payload)
+        guard let handler = handlers.table[ObjectIdentifier(payloadType)] else {
+            let reason = DeadLetterReason.unhandledMessageType("\(payloadType)")
+            message.reply?.fail(.undeliverable(reason))
+            context.system.deadLetters.record(reason, recipient: context.address, message: message.payload)
+            return
+        }
+        do {
+            try handler(&actor, message.payload, message.reply, context)
+        } catch {
+            message.reply?.fail(.failed(error))
+            throw error
+        }
+    }
+}
+
+extension ActorSystem {
+    /// Spawns an actor with per-type handlers.
+    @discardableResult
+    public func spawn<Actor: HandlerActor>(_ actor: sending Actor, options: SpawnOptions = .default) -> ActorRef<AnyMessage> {
+        spawn(HandlerHost(actor), options: options)
+    }
+
+    /// Spawns a restartable actor with per-type handlers.
+    @discardableResult
+    public func spawn<Actor: HandlerActor>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Actor) -> ActorRef<AnyMessage> {
+        spawn(options: options) { HandlerHost(factory()) }
+    }
+}
+
+extension ActorContext {
+    /// Spawns a child with per-type handlers.
+    @discardableResult
+    public func spawn<Actor: HandlerActor>(_ actor: sending Actor, options: SpawnOptions = .default) -> ActorRef<AnyMessage> {
+        spawn(HandlerHost(actor), options: options)
+    }
+}
+
+extension ActorRef where Message == AnyMessage {
+    /// Sends any value; the actor's handler for its type handles it.
+    @discardableResult
+    public func tell<Payload: Sendable>(_ payload: Payload) -> TellOutcome {
+        cell.send(AnyMessage(payload: payload, reply: nil))
+    }
+
+    /// Sends any value and waits for the handler's answer, of type `Value`.
+    public func ask<Payload: Sendable, Value: Sendable>(
+        _ payload: Payload,
+        returning: Value.Type = Value.self,
+        timeout: Duration? = nil
+    ) async throws(AskError) -> Value {
+        try await ask(timeout: timeout) { (reply: Reply<Value>) in
+            AnyMessage(payload: payload, reply: TypedErasedReply(reply))
+        }
+    }
+}

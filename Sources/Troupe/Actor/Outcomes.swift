@@ -1,0 +1,48 @@
+/// What happened to a message handed to ``ActorRef/tell(_:)``.
+public enum TellOutcome: Sendable, Hashable {
+    /// In the mailbox; it will be handled or, if the actor stops first, dead-lettered.
+    case enqueued
+    /// In the mailbox, and to keep a full bounded mailbox at its capacity the oldest pending
+    /// message will be dead-lettered instead of handled (policy ``MailboxOverflowPolicy/dropOldest``).
+    case enqueuedDroppingOldest
+    /// Not enqueued: it became a dead letter for this reason.
+    case deadLettered(DeadLetterReason)
+
+    /// Whether the message is in the mailbox.
+    public var isEnqueued: Bool {
+        switch self {
+        case .enqueued, .enqueuedDroppingOldest: true
+        case .deadLettered: false
+        }
+    }
+}
+
+/// Why an ``ActorRef/ask(timeout:_:)`` did not return a value.
+public enum AskError: Error, Sendable, CustomStringConvertible {
+    /// No reply within the timeout.
+    case timedOut(after: Duration)
+    /// The target was stopped (or stopped before handling the request).
+    case recipientStopped
+    /// The handler let go of the ``Reply`` without answering.
+    case noReply
+    /// The request could not be delivered (bounded mailbox full, unhandled type, shutdown).
+    case undeliverable(DeadLetterReason)
+    /// The handler answered with an error.
+    case failed(any Error)
+    /// The handler answered with a value of another type than the asker expected.
+    case typeMismatch(expected: String, actual: String)
+    /// `askBlocking` was called on a Troupe worker thread, where blocking could deadlock.
+    case blockingOnWorkerThread
+
+    public var description: String {
+        switch self {
+        case .timedOut(let after): "ask timed out after \(after); the target is slow, blocked or never replies"
+        case .recipientStopped: "ask failed: the target actor is stopped"
+        case .noReply: "ask failed: the handler dropped its Reply without answering"
+        case .undeliverable(let reason): "ask failed: the request became a dead letter (\(reason))"
+        case .failed(let error): "ask failed: the handler answered with an error: \(error)"
+        case .typeMismatch(let expected, let actual): "ask failed: expected a reply of type \(expected), got \(actual)"
+        case .blockingOnWorkerThread: "askBlocking called on a Troupe worker thread; use `try await ask` or context.ask inside actors"
+        }
+    }
+}

@@ -1,0 +1,34 @@
+internal import CTroupe
+
+/// The one type in Troupe that touches raw envelope memory.
+///
+/// An envelope is a C header (`CTroupe_envelope`) followed by a Swift payload. Ownership moves
+/// with the pointer: the sender initialises the payload and pushes; the consumer moves the
+/// payload out (or destroys it) and frees the envelope. Never both, never neither.
+struct Envelope {
+    let raw: UnsafeMutablePointer<CTroupe_envelope>
+
+    /// Allocates an envelope and moves `payload` into it. Any thread.
+    @inline(__always)
+    static func make<Payload>(_ payload: consuming Payload, kind: UInt32, askToken: UnsafeMutableRawPointer?) -> Envelope {
+        let raw = CTroupe_envelope_alloc(MemoryLayout<Payload>.size)!
+        raw.pointee.kind = kind
+        raw.pointee.ask_token = askToken
+        (UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset))
+            .bindMemory(to: Payload.self, capacity: 1)
+            .initialize(to: payload)
+        return Envelope(raw: raw)
+    }
+
+    var isSystem: Bool { raw.pointee.kind == UInt32(CTroupe_envelope_kind_system) }
+    var askToken: UnsafeMutableRawPointer? { raw.pointee.ask_token }
+
+    /// Moves the payload out and frees the envelope. Consumer only.
+    @inline(__always)
+    func take<Payload>(as type: Payload.Type) -> Payload {
+        let payload = (UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset))
+            .assumingMemoryBound(to: Payload.self).move()
+        CTroupe_envelope_free(raw)
+        return payload
+    }
+}

@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+internal import CTroupe
+
+/// Worker threads, their run queues, and the rules for placing a scheduled actor.
+///
+/// Placement (`schedule`), by the thread that just won an actor's scheduling right:
+/// - an actor with a dedicated thread goes to that thread's queue;
+/// - on a shared worker of this scheduler: into the worker's slot, so it runs right after the
+///   current turn on the same core (the previous slot occupant moves to the worker's queue,
+///   where idle workers can steal it);
+/// - from any other thread: a worker's queue, round-robin, and one parked worker is woken.
+/// Idle workers steal from the others, spin briefly, then park on the event count.
+final class Scheduler: @unchecked Sendable {  // `workers` is immutable after init; `dedicated` is behind a mutex
+    let batchSize: Int
+    let idle = EventCount()
+    private let nextExternal = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
+    private let terminated = Atomic<Bool>(false)
+    private let dedicated = Mutex<[Worker]>([])
+    private let name: String
+
+    init(name: String, workerCount: Int, pin: Bool, batchSize: Int) {
+        precondition(workerCount > 0, "an actor system needs at least one worker thread, got \(workerCount)")
+        precondition(batchSize > 0, "the batch size must be at least 1, got \(batchSize)")
+        self.name = name
+        self.batchSize = batchSize
+        let cpus = Threads.allowedCPUs()
+        var created: [Worker] = []
+        self.workersStorage = []
+        // Workers refer back to the scheduler, so they are built once `self` exists.
+        for index in 0..<workerCount {
+            let cpu = pin && !cpus.isEmpty ? cpus[index % cpus.count] : nil
+            created.append(Worker(index: index, scheduler: self, isShared: true, wakeup: idle, cpu: cpu))
+        }
+        self.workersStorage = created
+    }
+
+    /// Starts the threads; called once by the system.
+    func start() {
+        for worker in shared { worker.start(name: "\(name)-w\(worker.index)") }
+    }
+
+    private var workersStorage: [Worker]  // written once, in init
+    /// The shared workers.
+    var shared: [Worker] { workersStorage }
+
+    var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+
+    /// Places a cell whose scheduling right the caller just won. Any thread.
+    func schedule(_ cell: AnyCell) {
+        if let dedicated = cell.config?.dedicated {
+            dedicated.push(cell)
+            if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { drain(dedicated.runQueue) }
+            return
+        }
+        if let raw = CTroupe_current_worker() {
+            let worker = Unmanaged<Worker>.fromOpaque(raw).takeUnretainedValue()
+            if worker.isShared && worker.scheduler === self {
+                if let displaced = worker.slot {
+                    Worker.queue(displaced, on: worker.runQueue)
+                    worker.slot = cell
+                    idle.notify()
+                } else {
+                    worker.slot = cell
+                }
+                return
+            }
+        }
+        let workers = shared
+        let worker = workers[nextExternal.add(1, ordering: .relaxed).oldValue % workers.count]
+        Worker.queue(cell, on: worker.runQueue)
+        idle.notify()
+        if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { sweep() }
+    }
+
+    /// Pops a cell from another shared worker's queue. Worker threads only.
+    func steal(for thief: Worker) -> AnyCell? {
+        let workers = shared
+        guard workers.count > 1 else { return nil }
+        for offset in 1..<workers.count {
+            let victim = workers[(thief.index + offset) % workers.count]
+            if let cell = Worker.pop(victim.runQueue) { return cell }
+        }
+        return nil
+    }
+
+    func allQueuesEmpty() -> Bool {
+        shared.allSatisfy { CTroupe_runqueue_is_empty($0.runQueue) }
+    }
+
+    /// A new thread for one blocking actor.
+    func makeDedicatedWorker(label: String) -> Worker {
+        let worker = Worker(index: -1, scheduler: self, isShared: false, wakeup: EventCount(), cpu: nil)
+        let finished = dedicated.withLock { workers in
+            let done = workers.filter { $0.exited.load(ordering: .acquiring) }
+            workers.removeAll { $0.exited.load(ordering: .acquiring) }
+            workers.append(worker)
+            return done
+        }
+        for old in finished { old.join() }
+        worker.start(name: label)
+        return worker
+    }
+
+    /// Lets shared workers exit once every queue is empty, joins them and every dedicated
+    /// thread, then marks the scheduler terminated: from then on whoever schedules a cell
+    /// drains it on its own thread (`sweep`). Not on a worker thread.
+    func stopAndJoin() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        idle.notify(all: true)
+        for worker in shared { worker.join() }
+        let remaining = dedicated.withLock { workers in
+            let all = workers
+            workers.removeAll()
+            return all
+        }
+        for worker in remaining {
+            worker.requestExit()
+            worker.join()
+        }
+        terminated.store(true, ordering: .sequentiallyConsistent)
+        sweep()
+    }
+
+    /// After termination: runs whatever is still queued on the calling thread. Cells are
+    /// stopped by then, so their turns dead-letter what they find.
+    private func sweep() {
+        for worker in shared { drain(worker.runQueue) }
+    }
+
+    private func drain(_ queue: OpaquePointer) {
+        let buffer = UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>.allocate(capacity: batchSize)
+        defer { buffer.deallocate() }
+        while let cell = Worker.pop(queue) {
+            while cell.runTurn(buffer: buffer, limit: batchSize) {}
+        }
+    }
+}

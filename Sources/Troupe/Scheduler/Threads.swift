@@ -1,0 +1,47 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+internal import CTroupe
+
+/// Thread creation and CPU placement: the only place Troupe calls pthreads directly.
+enum Threads {
+    /// A started OS thread running `body`; join it with ``join(_:)``.
+    static func start(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+        final class Box: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { raw in
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        precondition(result == 0, "pthread_create failed with error \(result)")
+        // Names are limited to 15 bytes by the kernel; failure to name is harmless.
+        _ = CTroupe_set_thread_name(thread, String(name.prefix(15)))
+        return thread
+    }
+
+    static func join(_ thread: pthread_t) {
+        let result = pthread_join(thread, nil)
+        precondition(result == 0, "pthread_join failed with error \(result)")
+    }
+
+    /// Pins the calling thread to `cpu`.
+    static func pinCurrentThread(to cpu: Int) {
+        let result = CTroupe_pin_current_thread(Int32(cpu))
+        precondition(result == 0, "pthread_setaffinity_np(cpu \(cpu)) failed with error \(result)")
+    }
+
+    /// The CPUs this process may run on (its affinity mask), ascending.
+    static func allowedCPUs() -> [Int] {
+        var cpus = [Int32](repeating: 0, count: 1024)
+        let count = CTroupe_allowed_cpus(&cpus, Int32(cpus.count))
+        precondition(count >= 0, "sched_getaffinity failed with error \(-count)")
+        return cpus.prefix(Int(count)).map(Int.init)
+    }
+}

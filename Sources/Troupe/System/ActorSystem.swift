@@ -1,0 +1,224 @@
+import Logging
+import Synchronization
+internal import CTroupe
+
+/// Runs actors: owns the worker threads, the timer, the dead-letter office and every live
+/// actor. Create one per process (or per test), spawn actors, and shut it down at the end.
+///
+/// ```swift
+/// let system = ActorSystem()
+/// let counter = system.spawn(Counter())
+/// counter.tell(.add(1))
+/// print(try await counter.ask { .get($0) })
+/// await system.shutdown()
+/// ```
+public final class ActorSystem: Sendable {
+    /// How a system runs.
+    public struct Configuration: Sendable {
+        /// Name used for threads and logs.
+        public var name: String
+        /// Shared worker threads; `nil` means one per CPU of the process's affinity mask.
+        public var workerCount: Int?
+        /// Pin each shared worker to one CPU of the affinity mask.
+        public var pinWorkers: Bool
+        /// Messages an actor handles per turn before the worker moves on to another actor.
+        /// Larger batches amortise scheduling; smaller ones keep latency fair.
+        public var batchSize: Int
+        /// Timeout of asks that do not pass one.
+        public var askTimeout: Duration
+        /// Decides what happens when a handler throws, for actors spawned without a decider.
+        public var failureDecider: FailureDecider
+        /// Where Troupe logs. Troupe never sets up a logging backend: pass a logger built on
+        /// the backend your program bootstrapped.
+        public var logger: Logger
+
+        public init(
+            name: String = "troupe",
+            workerCount: Int? = nil,
+            pinWorkers: Bool = true,
+            batchSize: Int = 64,
+            askTimeout: Duration = .seconds(10),
+            failureDecider: @escaping FailureDecider = { _ in .stop },
+            logger: Logger = Logger(label: "troupe")
+        ) {
+            self.name = name
+            self.workerCount = workerCount
+            self.pinWorkers = pinWorkers
+            self.batchSize = batchSize
+            self.askTimeout = askTimeout
+            self.failureDecider = failureDecider
+            self.logger = logger
+        }
+    }
+
+    public let configuration: Configuration
+    /// Every message that could not be delivered, counted by reason.
+    public let deadLetters = DeadLetterOffice()
+    /// Runtime hooks (actor stopped, actor failed) for plugins and monitoring.
+    public let hooks = SystemHooks()
+
+    let scheduler: Scheduler
+    private let schedulerHandle: Unmanaged<Scheduler>
+    let timer: DeadlineTimer
+    private let registry = Mutex(Registry())
+    private let actorIDs = Atomic<UInt64>(0)
+    /// 0 running, 1 shutting down (no new messages), 2 terminated.
+    private let phase = Atomic<Int>(0)
+    private let shutdownStarted = Atomic<Bool>(false)
+    private let everyoneStopped = EventCount()
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        let workers = configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
+        scheduler = Scheduler(name: configuration.name, workerCount: workers, pin: configuration.pinWorkers,
+                              batchSize: configuration.batchSize)
+        schedulerHandle = Unmanaged.passUnretained(scheduler)
+        timer = DeadlineTimer(name: configuration.name)
+        scheduler.start()
+    }
+
+    var logger: Logger { configuration.logger }
+    var isAccepting: Bool { phase.load(ordering: .relaxed) == 0 }
+
+    /// Number of shared worker threads.
+    public var workerCount: Int { scheduler.shared.count }
+
+    /// Actors spawned and not yet stopped.
+    public var liveActorCount: Int { registry.withLock { $0.count } }
+
+    /// Whether `shutdown` has begun.
+    public var isShuttingDown: Bool { phase.load(ordering: .acquiring) != 0 }
+
+    // MARK: Spawning
+
+    /// Spawns an actor from an instance. It cannot be restarted after a failure (there is no
+    /// factory); use ``spawn(options:factory:)`` for that.
+    @discardableResult
+    public func spawn<Definition: ActorDefinition>(_ definition: sending Definition, options: SpawnOptions = .default) -> ActorRef<Definition.Message> {
+        ActorRef(cell: makeCell(definition, factory: nil, options: options, parent: nil))
+    }
+
+    /// Spawns an actor from a factory, which is called again to restart it after a failure.
+    @discardableResult
+    public func spawn<Definition: ActorDefinition>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Definition) -> ActorRef<Definition.Message> {
+        ActorRef(cell: makeCell(factory(), factory: factory, options: options, parent: nil))
+    }
+
+    func makeCell<Definition: ActorDefinition>(_ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
+                                               options: SpawnOptions, parent: AnyCell?) -> ActorCell<Definition> {
+        var config: CellConfig?
+        if CellConfig.needed(for: options, hasFactory: factory != nil) {
+            let dedicated = options.executor == .dedicatedThread
+                ? scheduler.makeDedicatedWorker(label: options.name ?? "\(configuration.name)-dedicated") : nil
+            config = CellConfig(options: options, dedicated: dedicated, factory: factory)
+        }
+        let cell = ActorCell(system: self, instance: definition, config: config)
+        if let parent {
+            cell.family_.parent = parent
+            parent.family_.children[ObjectIdentifier(cell)] = cell
+        }
+        guard register(cell) else {
+            // Shutting down: the actor never runs; everything sent to it is dead-lettered.
+            cell.lifecycle.store(1, ordering: .releasing)
+            cell.flags |= AnyCell.startedFlag
+            config?.dedicated?.requestExit()
+            logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
+            return cell
+        }
+        // Schedule the first turn, which runs `started`.
+        if CTroupe_mailbox_try_acquire(cell.mailbox) { schedule(cell) }
+        return cell
+    }
+
+    /// Places a cell whose scheduling right the caller just won (see ``Scheduler``). The
+    /// scheduler lives as long as the system, so the hot path borrows it without retaining.
+    @inline(__always)
+    func schedule(_ cell: AnyCell) {
+        schedulerHandle._withUnsafeGuaranteedRef { $0.schedule(cell) }
+    }
+
+    func nextActorID() -> UInt64 { actorIDs.add(1, ordering: .relaxed).newValue }
+
+    // MARK: Registry
+
+    private struct Registry {
+        var head: AnyCell?
+        var count = 0
+    }
+
+    private func register(_ cell: AnyCell) -> Bool {
+        registry.withLock { registry in
+            guard isAccepting else { return false }
+            cell.registryNext = registry.head
+            registry.head?.registryPrevious = cell
+            registry.head = cell
+            registry.count += 1
+            return true
+        }
+    }
+
+    /// Called by a cell's own turn when it stops.
+    func unregister(_ cell: AnyCell) {
+        let remaining = registry.withLock { registry in
+            if let previous = cell.registryPrevious { previous.registryNext = cell.registryNext } else { registry.head = cell.registryNext }
+            cell.registryNext?.registryPrevious = cell.registryPrevious
+            cell.registryNext = nil
+            cell.registryPrevious = nil
+            registry.count -= 1
+            return registry.count
+        }
+        if remaining == 0 { everyoneStopped.notify(all: true) }
+    }
+
+    // MARK: Shutdown
+
+    /// Shuts down gracefully: stops accepting new messages (they become dead letters with
+    /// ``DeadLetterReason/systemShutdown``), lets every actor handle what was already in its
+    /// mailbox, stops every actor (`stopped` hooks run), then joins the worker threads. Every
+    /// message sent is either handled or dead-lettered. Calling it again waits for the first.
+    public func shutdown() async {
+        // The waiting is blocking; do it on a thread of its own, off the cooperative pool.
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            _ = Threads.start(name: "\(configuration.name)-shutdown") { [self] in
+                shutdownBlocking()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// ``shutdown()`` for synchronous callers. Not on a worker thread (it would wait for itself).
+    public func shutdownBlocking() {
+        precondition(CTroupe_current_worker() == nil,
+                     "shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)")
+        guard shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
+            while phase.load(ordering: .acquiring) != 2 { waitForActorsToStop(timeoutNanoseconds: 1_000_000) }
+            return
+        }
+        phase.store(1, ordering: .sequentiallyConsistent)
+        // Every live actor handles its pending messages, then the stop.
+        let live: [AnyCell] = registry.withLock { registry in
+            var cells: [AnyCell] = []
+            var cursor = registry.head
+            while let cell = cursor { cells.append(cell); cursor = cell.registryNext }
+            return cells
+        }
+        for cell in live { cell.requestStop() }
+        waitForActorsToStop(timeoutNanoseconds: -1)
+        scheduler.stopAndJoin()
+        timer.stop()
+        phase.store(2, ordering: .sequentiallyConsistent)
+        everyoneStopped.notify(all: true)
+    }
+
+    private func waitForActorsToStop(timeoutNanoseconds: Int64) {
+        while true {
+            let epoch = everyoneStopped.prepareWait()
+            if liveActorCount == 0 && timeoutNanoseconds < 0 {
+                everyoneStopped.cancelWait()
+                return
+            }
+            everyoneStopped.wait(epoch: epoch, timeoutNanoseconds: timeoutNanoseconds)
+            if timeoutNanoseconds >= 0 { return }
+        }
+    }
+}

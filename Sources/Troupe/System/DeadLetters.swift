@@ -1,0 +1,100 @@
+import Synchronization
+
+/// Why a message could not be delivered.
+public enum DeadLetterReason: Sendable, Hashable, CustomStringConvertible {
+    /// The recipient had stopped (or stopped before it reached the message).
+    case recipientStopped
+    /// The recipient has no handler for the message's type (per-type handler actors).
+    case unhandledMessageType(String)
+    /// The recipient's bounded mailbox was full; the policy says which message was dropped.
+    case mailboxFull(MailboxOverflowPolicy)
+    /// The system was shutting down.
+    case systemShutdown
+
+    /// The reason without its details, for counting.
+    public var kind: Kind {
+        switch self {
+        case .recipientStopped: .recipientStopped
+        case .unhandledMessageType: .unhandledMessageType
+        case .mailboxFull: .mailboxFull
+        case .systemShutdown: .systemShutdown
+        }
+    }
+
+    /// Reasons without details, for counters.
+    public enum Kind: Int, Sendable, CaseIterable {
+        case recipientStopped, unhandledMessageType, mailboxFull, systemShutdown
+    }
+
+    public var description: String {
+        switch self {
+        case .recipientStopped: "recipient stopped"
+        case .unhandledMessageType(let type): "no handler for message type \(type)"
+        case .mailboxFull(let policy): "mailbox full (\(policy))"
+        case .systemShutdown: "system shutting down"
+        }
+    }
+}
+
+/// A message that could not be delivered.
+public struct DeadLetter: Sendable, CustomStringConvertible {
+    /// The message itself.
+    public let message: any Sendable
+    /// Whom it was for.
+    public let recipient: ActorAddress
+    public let reason: DeadLetterReason
+
+    public var description: String { "dead letter to \(recipient): \(type(of: message)) (\(reason))" }
+}
+
+/// Counts every dead letter of a system and tells observers about each one.
+///
+/// Thread-safety: counters are atomics; observers are called synchronously on the thread that
+/// dead-letters the message (a worker, or a sender), so they must be quick and must not block.
+public final class DeadLetterOffice: Sendable {
+    private let stopped = Atomic<Int>(0)
+    private let unhandled = Atomic<Int>(0)
+    private let overflow = Atomic<Int>(0)
+    private let shutdown = Atomic<Int>(0)
+    private let observers = Mutex<[@Sendable (DeadLetter) -> Void]>([])
+    private let hasObservers = Atomic<Bool>(false)
+
+    init() {}
+
+    /// Dead letters so far, all reasons.
+    public var total: Int { DeadLetterReason.Kind.allCases.reduce(0) { $0 + count($1) } }
+
+    /// Dead letters so far for one kind of reason.
+    public func count(_ kind: DeadLetterReason.Kind) -> Int {
+        switch kind {
+        case .recipientStopped: stopped.load(ordering: .relaxed)
+        case .unhandledMessageType: unhandled.load(ordering: .relaxed)
+        case .mailboxFull: overflow.load(ordering: .relaxed)
+        case .systemShutdown: shutdown.load(ordering: .relaxed)
+        }
+    }
+
+    private func increment(_ kind: DeadLetterReason.Kind) {
+        switch kind {
+        case .recipientStopped: stopped.add(1, ordering: .relaxed)
+        case .unhandledMessageType: unhandled.add(1, ordering: .relaxed)
+        case .mailboxFull: overflow.add(1, ordering: .relaxed)
+        case .systemShutdown: shutdown.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Calls `observer` for every later dead letter, on the thread that dead-letters it.
+    public func observe(_ observer: @escaping @Sendable (DeadLetter) -> Void) {
+        observers.withLock { $0.append(observer) }
+        hasObservers.store(true, ordering: .releasing)
+    }
+
+    /// Records a dead letter. `message` is only materialised (boxed) when someone observes.
+    func record(_ reason: DeadLetterReason, recipient: @autoclosure () -> ActorAddress, message: @autoclosure () -> any Sendable) {
+        increment(reason.kind)
+        guard hasObservers.load(ordering: .acquiring) else { return }
+        let letter = DeadLetter(message: message(), recipient: recipient(), reason: reason)
+        let current = observers.withLock { $0 }
+        for observer in current { observer(letter) }
+    }
+}

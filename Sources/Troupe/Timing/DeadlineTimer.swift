@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+internal import CTroupe
+
+/// Something that happens at a deadline. Subclasses override ``fire()``, so scheduling one
+/// allocates nothing beyond the entry itself (for asks, the entry is the ask's own state).
+class TimerEntry: @unchecked Sendable {  // `deadline` and `heapIndex` are only touched under the owning timer's mutex
+    var deadline: Int64 = 0
+    var heapIndex: Int = -1
+
+    /// Called on the timer thread once the deadline passed, outside the timer's lock.
+    func fire() {}
+}
+
+/// One timer thread per system, holding a binary heap of deadlines.
+///
+/// Thread-safety: any thread schedules and cancels (both O(log n) under one mutex); the timer
+/// thread pops due entries under the mutex and fires them after releasing it. The thread
+/// sleeps on a futex until the earliest deadline, so an idle timer costs no CPU.
+final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in init, read once in stop()
+    private struct Heap {
+        var entries: [TimerEntry] = []
+
+        mutating func insert(_ entry: TimerEntry) {
+            entry.heapIndex = entries.count
+            entries.append(entry)
+            siftUp(entry.heapIndex)
+        }
+
+        mutating func remove(_ entry: TimerEntry) {
+            let index = entry.heapIndex
+            guard index >= 0, index < entries.count, entries[index] === entry else { return }
+            let last = entries.removeLast()
+            entry.heapIndex = -1
+            guard index < entries.count else { return }
+            entries[index] = last
+            last.heapIndex = index
+            siftDown(index)
+            siftUp(index)
+        }
+
+        mutating func popDue(now: Int64, into due: inout [TimerEntry]) {
+            while let first = entries.first, first.deadline <= now {
+                remove(first)
+                due.append(first)
+            }
+        }
+
+        private mutating func siftUp(_ start: Int) {
+            var child = start
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard entries[child].deadline < entries[parent].deadline else { return }
+                swapAt(child, parent)
+                child = parent
+            }
+        }
+
+        private mutating func siftDown(_ start: Int) {
+            var parent = start
+            while true {
+                let left = 2 * parent + 1, right = left + 1
+                var smallest = parent
+                if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
+                if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
+                guard smallest != parent else { return }
+                swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
+
+        private mutating func swapAt(_ a: Int, _ b: Int) {
+            entries.swapAt(a, b)
+            entries[a].heapIndex = a
+            entries[b].heapIndex = b
+        }
+    }
+
+    private let heap = Mutex(Heap())
+    private let wakeup = EventCount()
+    private let running = Atomic<Bool>(true)
+    /// The deadline the timer thread sleeps until; Int64.max while it is awake or has nothing
+    /// to wait for. A new entry wakes the thread only when it is due earlier, so a stream of
+    /// asks with similar timeouts costs no wake-ups.
+    private let sleepingUntil = Atomic<Int64>(Int64.max)
+    private var thread: pthread_t?
+
+    init(name: String) {
+        thread = Threads.start(name: "\(name)-timer") { [self] in run() }
+    }
+
+    /// Number of pending entries.
+    var count: Int { heap.withLock { $0.entries.count } }
+
+    /// Fires `entry` once `delay` has passed, unless cancelled first. Any thread.
+    func schedule(_ entry: TimerEntry, after delay: Duration) {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let deadline = CTroupe_monotonic_ns() + max(0, nanoseconds)
+        heap.withLock { heap in
+            entry.deadline = deadline
+            heap.insert(entry)
+        }
+        if deadline < sleepingUntil.load(ordering: .sequentiallyConsistent) { wakeup.notify() }
+    }
+
+    /// Removes `entry` if it has not fired yet. Any thread.
+    func cancel(_ entry: TimerEntry) {
+        heap.withLock { $0.remove(entry) }
+    }
+
+    /// Stops the timer thread; pending entries never fire. Call once.
+    func stop() {
+        running.store(false, ordering: .sequentiallyConsistent)
+        wakeup.notify(all: true)
+        if let thread { Threads.join(thread) }
+        thread = nil
+    }
+
+    private func run() {
+        var due: [TimerEntry] = []
+        while running.load(ordering: .sequentiallyConsistent) {
+            let epoch = wakeup.prepareWait()
+            let now = CTroupe_monotonic_ns()
+            let next: Int64? = heap.withLock { heap in
+                heap.popDue(now: now, into: &due)
+                return heap.entries.first?.deadline
+            }
+            if !due.isEmpty || !running.load(ordering: .sequentiallyConsistent) {
+                wakeup.cancelWait()
+                for entry in due { entry.fire() }
+                due.removeAll(keepingCapacity: true)
+                continue
+            }
+            sleepingUntil.store(next ?? Int64.max, ordering: .sequentiallyConsistent)
+            // An entry inserted after the heap check either read Int64.max (and notified, which
+            // moves the epoch taken before the check, so this wait returns at once) or read
+            // `next` and notified if it is due earlier.
+            wakeup.wait(epoch: epoch, timeoutNanoseconds: next.map { max(0, $0 - now) } ?? -1)
+            sleepingUntil.store(Int64.max, ordering: .sequentiallyConsistent)
+        }
+    }
+}

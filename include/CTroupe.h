@@ -1,0 +1,197 @@
+// CTroupe: the C half of Troupe's runtime.
+//
+// Everything here is implementation detail of the `Troupe` module, which imports it with
+// `internal import`. Every symbol carries the `CTroupe_` prefix.
+//
+// Pieces, one file each under Sources/CTroupe/:
+// - mailbox.c   actor mailboxes on liburcu's wait-free concurrent queue (cds_wfcq) and the
+//               scheduling flag that turns "mailbox went empty -> non-empty" into exactly one
+//               scheduling of the actor.
+// - runqueue.c  per-worker run queues (also cds_wfcq) holding scheduled mailboxes.
+// - envelope.c  the message envelope allocator: per-thread free lists by size class with
+//               batched hand-over between threads, so a steady-state send allocates nothing.
+// - parking.c   an event count on a futex: idle workers sleep, senders wake them, no lost wake-up.
+// - thread.c    CPU affinity, the process's allowed CPUs, and the current-worker slot.
+#ifndef CTROUPE_H
+#define CTROUPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// MARK: - Envelopes
+
+/// The header of every message envelope. The payload (a Swift value) follows at
+/// `CTroupe_envelope_payload_offset` bytes from the start.
+///
+/// `link` must stay the first member: the mailbox queues envelopes through it.
+typedef struct CTroupe_envelope {
+    /// Queue link, owned by the mailbox while the envelope is enqueued.
+    struct CTroupe_envelope *link;
+    /// `CTroupe_envelope_kind_user` or `CTroupe_envelope_kind_system`. Written by the sender
+    /// before the push, read by the consumer after the pop.
+    uint32_t kind;
+    /// Allocator size class; written by the allocator only.
+    uint32_t size_class;
+    /// Unretained pointer to the pending ask this envelope answers, or NULL. Valid while the
+    /// payload (which holds the reply handle strongly) is alive.
+    void *ask_token;
+    /// Free for the runtime's use (the allocator uses it while the envelope is on a free list).
+    uint64_t reserved;
+} CTroupe_envelope;
+
+enum {
+    CTroupe_envelope_kind_user = 0,
+    CTroupe_envelope_kind_system = 1,
+    /// Payloads start here; 32 keeps them 16-byte aligned (malloc's alignment).
+    CTroupe_envelope_payload_offset = 32,
+    /// Payloads larger than this are allocated with malloc directly (still correct, not pooled).
+    CTroupe_envelope_max_pooled_size = 2048,
+};
+
+/// Returns an envelope with room for `payload_size` bytes of payload; never NULL (aborts when
+/// the process is out of memory, as Swift's allocator does). Any thread.
+/// Steady state: pops a thread-local free list; refills from a shared batch stack (one mutex
+/// acquisition per batch of envelopes, not per message); mallocs only when both are empty.
+CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size);
+
+/// Returns an envelope to the calling thread's free list. Any thread, not necessarily the one
+/// that allocated it; the payload must already be destroyed.
+void CTroupe_envelope_free(CTroupe_envelope *envelope);
+
+/// Envelopes obtained from malloc since process start (pool misses and large payloads).
+uint64_t CTroupe_envelope_fresh_allocations(void);
+
+// MARK: - Mailboxes
+
+/// An actor's mailbox: a multi-producer, single-consumer wait-free queue plus its scheduling
+/// flag and depth counter. Opaque; 128 bytes, 64-byte aligned (head and tail on separate cache
+/// lines).
+typedef struct CTroupe_mailbox CTroupe_mailbox;
+
+/// Creates an empty, unscheduled mailbox whose owner pointer is `owner` (unretained).
+/// With `tracks_depth`, pushes and pops maintain a depth counter (two more atomic operations
+/// per message); without it `CTroupe_mailbox_depth` returns -1.
+CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth);
+
+/// Frees a mailbox. The caller guarantees no producer or consumer can reach it any more and
+/// that it is empty.
+void CTroupe_mailbox_destroy(CTroupe_mailbox *mailbox);
+
+/// The owner pointer given at creation or by `CTroupe_mailbox_set_owner`.
+void *CTroupe_mailbox_owner(const CTroupe_mailbox *mailbox);
+
+/// Sets the owner pointer; only before the mailbox is shared with other threads.
+void CTroupe_mailbox_set_owner(CTroupe_mailbox *mailbox, void *owner);
+
+/// Pushes an envelope. Any thread, wait-free.
+/// Adds one to the depth (when tracked) unless `reserved` (the caller already counted it with
+/// `CTroupe_mailbox_reserve`).
+/// Returns true when the caller won the right to schedule the owner (the mailbox was empty,
+/// and the owner was neither scheduled nor running): the caller must then put the mailbox on a
+/// run queue exactly once. Returns false otherwise: whoever holds the scheduling right will see
+/// the envelope.
+bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, bool reserved);
+
+/// Pops up to `capacity` envelopes in FIFO order into `out`. Consumer only: the thread that
+/// holds the scheduling right. Returns the count; 0 means empty or that a producer is in the
+/// middle of linking its node (then the queue is not empty and the turn must end with
+/// `CTroupe_mailbox_finish_turn`, which reschedules).
+size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity);
+
+/// Moves every envelope out of the mailbox in one splice and returns them as a list linked
+/// through `link` (NULL when empty). Consumer only. Used when an actor stops.
+CTroupe_envelope *CTroupe_mailbox_take_all(CTroupe_mailbox *mailbox);
+
+/// Ends the consumer's turn. Consumer only.
+/// Returns true when the mailbox is not empty and the caller keeps the scheduling right (it
+/// must put the mailbox on a run queue again); false when the right was released: the next
+/// push that finds the mailbox empty schedules it.
+bool CTroupe_mailbox_finish_turn(CTroupe_mailbox *mailbox);
+
+/// Takes the scheduling right if nobody holds it (used at spawn, to run the start hook).
+bool CTroupe_mailbox_try_acquire(CTroupe_mailbox *mailbox);
+
+/// Messages pushed and not yet popped, or -1 when the mailbox does not track its depth.
+/// Approximate under concurrency (for metrics and load balancing). Any thread.
+int64_t CTroupe_mailbox_depth(const CTroupe_mailbox *mailbox);
+
+/// Adds `delta` to the depth and returns the value before. For bounded mailboxes, which reserve
+/// a slot before pushing. Any thread.
+int64_t CTroupe_mailbox_reserve(CTroupe_mailbox *mailbox, int64_t delta);
+
+/// Whether the mailbox holds no envelope (linearised on the tail). Any thread.
+bool CTroupe_mailbox_is_empty(const CTroupe_mailbox *mailbox);
+
+// MARK: - Run queues
+
+/// A worker's run queue of scheduled mailboxes: any thread pushes (wait-free); the owning
+/// worker and thieves pop under a try-lock, so pop never blocks.
+typedef struct CTroupe_runqueue CTroupe_runqueue;
+
+CTroupe_runqueue *CTroupe_runqueue_create(void);
+void CTroupe_runqueue_destroy(CTroupe_runqueue *queue);
+
+/// Pushes a mailbox whose scheduling right the caller holds. Any thread.
+void CTroupe_runqueue_push(CTroupe_runqueue *queue, CTroupe_mailbox *mailbox);
+
+/// Pops the oldest mailbox and returns its owner pointer, or returns NULL when the queue is
+/// empty or another thread is popping from it right now. Any thread; the popper takes over the
+/// scheduling right.
+void *CTroupe_runqueue_pop(CTroupe_runqueue *queue);
+
+/// Whether the queue is empty. Any thread.
+bool CTroupe_runqueue_is_empty(const CTroupe_runqueue *queue);
+
+// MARK: - Parking
+
+/// An event count: lets idle workers sleep on a futex without missing a wake-up.
+///
+/// Sleeper: `epoch = prepare_wait()`, re-check every source of work, then either
+/// `cancel_wait()` (work found) or `wait(epoch)`. Waker: publish the work, then `notify`.
+/// `notify` costs one load when nobody sleeps.
+typedef struct CTroupe_eventcount CTroupe_eventcount;
+
+CTroupe_eventcount *CTroupe_eventcount_create(void);
+void CTroupe_eventcount_destroy(CTroupe_eventcount *eventcount);
+uint32_t CTroupe_eventcount_prepare_wait(CTroupe_eventcount *eventcount);
+void CTroupe_eventcount_cancel_wait(CTroupe_eventcount *eventcount);
+/// Sleeps until notified after `prepare_wait` returned `epoch`, or until `timeout_ns` passes
+/// (negative: no timeout). Ends the wait (no `cancel_wait` needed afterwards).
+void CTroupe_eventcount_wait(CTroupe_eventcount *eventcount, uint32_t epoch, int64_t timeout_ns);
+/// Wakes one sleeper (or all when `all`), if any sleeps.
+void CTroupe_eventcount_notify(CTroupe_eventcount *eventcount, bool all);
+/// Number of threads between prepare_wait and the end of their wait.
+uint32_t CTroupe_eventcount_sleepers(const CTroupe_eventcount *eventcount);
+
+// MARK: - Threads
+
+/// Pins the calling thread to `cpu`. Returns 0 or the pthread error number.
+int CTroupe_pin_current_thread(int cpu);
+
+/// Writes the CPUs of the process's affinity mask (ascending) into `out` and returns their
+/// count (at most `capacity`), or -errno.
+int CTroupe_allowed_cpus(int *out, int capacity);
+
+/// The worker object of the calling thread (set by the scheduler on its threads), or NULL.
+void *CTroupe_current_worker(void);
+void CTroupe_set_current_worker(void *worker);
+
+/// Names a thread (at most 15 bytes). Returns 0 or the pthread error number.
+int CTroupe_set_thread_name(unsigned long thread, const char *name);
+
+/// Monotonic clock in nanoseconds.
+int64_t CTroupe_monotonic_ns(void);
+
+/// A spin-wait hint for the CPU.
+void CTroupe_cpu_relax(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // CTROUPE_H
