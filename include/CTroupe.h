@@ -37,8 +37,8 @@ typedef struct CTroupe_envelope {
     uint32_t kind;
     /// Allocator size class; written by the allocator only.
     uint32_t size_class;
-    /// Unretained pointer to the pending ask this envelope answers, or NULL. Valid while the
-    /// payload (which holds the reply handle strongly) is alive.
+    /// The pending ask this envelope carries (a retained Swift object), or NULL. Released by
+    /// the consumer when the envelope is handled or dead-lettered.
     void *ask_token;
     /// Free for the runtime's use (the allocator uses it while the envelope is on a free list).
     uint64_t reserved;
@@ -97,7 +97,8 @@ void CTroupe_mailbox_set_owner(CTroupe_mailbox *mailbox, void *owner);
 /// the envelope.
 bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, bool reserved);
 
-/// Pops up to `capacity` envelopes in FIFO order into `out`. Consumer only: the thread that
+/// Pops up to `capacity` envelopes in FIFO order into `out`. The depth counts user envelopes
+/// only: system envelopes are pushed with `reserved` and not counted when popped. Consumer only: the thread that
 /// holds the scheduling right. Returns the count; 0 means empty or that a producer is in the
 /// middle of linking its node (then the queue is not empty and the turn must end with
 /// `CTroupe_mailbox_finish_turn`, which reschedules).

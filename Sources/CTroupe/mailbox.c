@@ -86,13 +86,17 @@ bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, 
 
 size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
     size_t count = 0;
+    int64_t user = 0;
     while (count < capacity) {
         struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(&mailbox->head, &mailbox->tail);
         if (node == NULL || node == CDS_WFCQ_WOULDBLOCK) break;
         CTROUPE_TSAN_ACQUIRE(node);
-        out[count++] = (CTroupe_envelope *)node;
+        CTroupe_envelope *envelope = (CTroupe_envelope *)node;
+        user += envelope->kind == CTroupe_envelope_kind_user;
+        out[count++] = envelope;
     }
-    if (count != 0 && mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, (int64_t)count, memory_order_relaxed);
+    // System envelopes are pushed uncounted (they never take a bounded mailbox's capacity).
+    if (user != 0 && mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, user, memory_order_relaxed);
     return count;
 }
 
@@ -107,7 +111,7 @@ CTroupe_envelope *CTroupe_mailbox_take_all(CTroupe_mailbox *mailbox) {
     struct cds_wfcq_node *first = __cds_wfcq_first_blocking(&head, &tail);
     for (struct cds_wfcq_node *node = first; node != NULL; node = __cds_wfcq_next_blocking(&head, &tail, node)) {
         CTROUPE_TSAN_ACQUIRE(node);
-        count += 1;
+        count += ((CTroupe_envelope *)node)->kind == CTroupe_envelope_kind_user;
     }
     if (mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, count, memory_order_relaxed);
     return (CTroupe_envelope *)first;

@@ -148,11 +148,13 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
 
     /// Stopped recipient, shutdown, or a bounded mailbox.
     private func sendSlowly(_ message: consuming Message, askToken: UnsafeMutableRawPointer?) -> TellOutcome {
-        if lifecycle.load(ordering: .relaxed) != 0 {
-            return reject(message, .recipientStopped, askToken: askToken)
-        }
+        // Shutdown first: once it began, every refusal says so, whether or not the
+        // recipient has stopped yet.
         if !system.isAccepting {
             return reject(message, .systemShutdown, askToken: askToken)
+        }
+        if lifecycle.load(ordering: .relaxed) != 0 {
+            return reject(message, .recipientStopped, askToken: askToken)
         }
         var outcome = TellOutcome.enqueued
         var reserved = false
@@ -179,7 +181,7 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
 
     private func reject(_ message: consuming Message, _ reason: DeadLetterReason, askToken: UnsafeMutableRawPointer?) -> TellOutcome {
         if let askToken {
-            Unmanaged<AskStateBase>.fromOpaque(askToken).takeUnretainedValue().failDelivery(reason)
+            Unmanaged<AskStateBase>.fromOpaque(askToken).takeRetainedValue().failDelivery(reason)
         }
         let kept = message
         system.deadLetters.record(reason, recipient: address, message: kept)
@@ -189,7 +191,7 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
     /// Dead-letters a popped user envelope. Consumer only.
     final func deadLetter(_ envelope: Envelope, _ reason: DeadLetterReason) {
         if let token = envelope.askToken {
-            Unmanaged<AskStateBase>.fromOpaque(token).takeUnretainedValue().failDelivery(reason)
+            Unmanaged<AskStateBase>.fromOpaque(token).takeRetainedValue().failDelivery(reason)
         }
         let message = envelope.take(as: Message.self)
         system.deadLetters.record(reason, recipient: address, message: message)
@@ -217,6 +219,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         if _slowPath(flags & AnyCell.startedFlag == 0) {
             flags |= AnyCell.startedFlag
             instance.started(context: context)
+            system.hooks.actorStarted(address)
             if flags & AnyCell.stopRequestedFlag != 0 { stopNow() }
         }
         var handled = 0
@@ -247,12 +250,17 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             deadLetter(envelope, .mailboxFull(.dropOldest))
             return
         }
+        let token = envelope.askToken
         let message = envelope.take(as: Message.self)
         do {
             try instance.receive(message, context: context)
         } catch {
+            // An asker learns the handler's error, not just that its Reply was dropped.
+            if let token { Unmanaged<AskStateBase>.fromOpaque(token).takeUnretainedValue().failHandler(error) }
             handleFailure(error)
         }
+        // Handled: the envelope's retain of the ask state ends here.
+        if let token { Unmanaged<AskStateBase>.fromOpaque(token).release() }
         if _slowPath(flags & AnyCell.stopRequestedFlag != 0) { stopNow() }
     }
 

@@ -70,7 +70,9 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
 
     private func send<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
         cell.system.timer.schedule(state, after: timeout)
-        _ = cell.send(message, askToken: Unmanaged.passUnretained(state).toOpaque())
+        // The envelope owns one retain of the state until it is handled or dead-lettered: the
+        // request may not hold its Reply, and the ask may end (timeout) before the envelope does.
+        _ = cell.send(message, askToken: Unmanaged.passRetained(state).toOpaque())
     }
 
     /// Asks the actor to stop after the messages already sent to it. Later messages become

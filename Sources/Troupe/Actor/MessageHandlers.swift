@@ -120,7 +120,14 @@ public struct MessageHandlers<Actor> {
                 case .failure(let error): reply?.fail(error)
                 }
             }
-            try body(&actor, payload as! Payload, context, Reply(state))
+            let later = Reply(state)
+            do {
+                try body(&actor, payload as! Payload, context, later)
+            } catch {
+                // Fail with the error before `later` is released (which would say .noReply).
+                later.fail(error)
+                throw error
+            }
         }
     }
 }

@@ -7,6 +7,9 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // subclass state is set 
 
     /// The request became a dead letter: fail the ask with the matching error.
     func failDelivery(_ reason: DeadLetterReason) {}
+
+    /// The handler of the request threw: fail the ask with that error (unless answered).
+    func failHandler(_ error: any Error) {}
 }
 
 final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // fields are written before the state is shared and read once, by the winner of `completed`
@@ -15,7 +18,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // f
     private let continuation: UnsafeContinuation<Completion, Never>?
     private let callback: (@Sendable (Completion) -> Void)?
     private let timeout: Duration
-    private unowned(unsafe) let timer: DeadlineTimer?  // the system outlives its pending asks
+    private let timer: DeadlineTimer?
 
     init(continuation: UnsafeContinuation<Completion, Never>, timeout: Duration, timer: DeadlineTimer) {
         self.continuation = continuation
@@ -42,6 +45,10 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // f
     }
 
     override func fire() { complete(.failure(.timedOut(after: timeout))) }
+
+    override func fireAtShutdown() { complete(.failure(.recipientStopped)) }
+
+    override func failHandler(_ error: any Error) { complete(.failure(.failed(error))) }
 
     override func failDelivery(_ reason: DeadLetterReason) {
         complete(.failure(reason == .recipientStopped ? .recipientStopped : .undeliverable(reason)))

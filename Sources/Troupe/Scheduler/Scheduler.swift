@@ -19,7 +19,7 @@ final class Scheduler: @unchecked Sendable {  // `workers` is immutable after in
     private let nextExternal = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let terminated = Atomic<Bool>(false)
-    private let dedicated = Mutex<[Worker]>([])
+    private let dedicated = Locked<[Worker]>([])
     private let name: String
 
     init(name: String, workerCount: Int, pin: Bool, batchSize: Int) {
@@ -53,7 +53,12 @@ final class Scheduler: @unchecked Sendable {  // `workers` is immutable after in
     func schedule(_ cell: AnyCell) {
         if let dedicated = cell.config?.dedicated {
             dedicated.push(cell)
-            if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { drain(dedicated.runQueue) }
+            // A dedicated thread ends when its actor stops; late messages to the stopped actor
+            // are then dead-lettered here, on the sender's thread.
+            if _slowPath(dedicated.exitRequested.load(ordering: .sequentiallyConsistent)
+                         || terminated.load(ordering: .sequentiallyConsistent)) {
+                drain(dedicated.runQueue)
+            }
             return
         }
         if let raw = CTroupe_current_worker() {
@@ -95,8 +100,13 @@ final class Scheduler: @unchecked Sendable {  // `workers` is immutable after in
     func makeDedicatedWorker(label: String) -> Worker {
         let worker = Worker(index: -1, scheduler: self, isShared: false, wakeup: EventCount(), cpu: nil)
         let finished = dedicated.withLock { workers in
-            let done = workers.filter { $0.exited.load(ordering: .acquiring) }
-            workers.removeAll { $0.exited.load(ordering: .acquiring) }
+            // Read each flag once: a worker that exits meanwhile stays listed and is joined later.
+            var done: [Worker] = []
+            workers.removeAll { candidate in
+                let exited = candidate.exited.load(ordering: .acquiring)
+                if exited { done.append(candidate) }
+                return exited
+            }
             workers.append(worker)
             return done
         }

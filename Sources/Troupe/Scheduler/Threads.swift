@@ -26,6 +26,12 @@ enum Threads {
         return thread
     }
 
+    /// Lets a thread's resources go when it ends, for threads nobody joins.
+    static func detach(_ thread: pthread_t) {
+        let result = pthread_detach(thread)
+        precondition(result == 0, "pthread_detach failed with error \(result)")
+    }
+
     static func join(_ thread: pthread_t) {
         let result = pthread_join(thread, nil)
         precondition(result == 0, "pthread_join failed with error \(result)")

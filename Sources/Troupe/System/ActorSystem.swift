@@ -31,6 +31,9 @@ public final class ActorSystem: Sendable {
         /// Where Troupe logs. Troupe never sets up a logging backend: pass a logger built on
         /// the backend your program bootstrapped.
         public var logger: Logger
+        /// Services (non-actor objects such as stores and clients) that actors resolve from their
+        /// context (``ActorContext/services``). A reference: copies of the configuration share it.
+        public var services: ServiceLocator
 
         public init(
             name: String = "troupe",
@@ -39,7 +42,8 @@ public final class ActorSystem: Sendable {
             batchSize: Int = 64,
             askTimeout: Duration = .seconds(10),
             failureDecider: @escaping FailureDecider = { _ in .stop },
-            logger: Logger = Logger(label: "troupe")
+            logger: Logger = Logger(label: "troupe"),
+            services: ServiceLocator = ServiceLocator()
         ) {
             self.name = name
             self.workerCount = workerCount
@@ -48,19 +52,22 @@ public final class ActorSystem: Sendable {
             self.askTimeout = askTimeout
             self.failureDecider = failureDecider
             self.logger = logger
+            self.services = services
         }
     }
 
     public let configuration: Configuration
     /// Every message that could not be delivered, counted by reason.
     public let deadLetters = DeadLetterOffice()
-    /// Runtime hooks (actor stopped, actor failed) for plugins and monitoring.
+    /// Runtime hooks (actor started, stopped, failed; dead letters) for plugins and monitoring.
     public let hooks = SystemHooks()
+    /// Registered actor providers and loaded plugins (see ``SystemBuilder``).
+    let pluginRegistry = PluginRegistry()
 
     let scheduler: Scheduler
     private let schedulerHandle: Unmanaged<Scheduler>
     let timer: DeadlineTimer
-    private let registry = Mutex(Registry())
+    private let registry = Locked(Registry())
     private let actorIDs = Atomic<UInt64>(0)
     /// 0 running, 1 shutting down (no new messages), 2 terminated.
     private let phase = Atomic<Int>(0)
@@ -75,6 +82,7 @@ public final class ActorSystem: Sendable {
         schedulerHandle = Unmanaged.passUnretained(scheduler)
         timer = DeadlineTimer(name: configuration.name)
         scheduler.start()
+        hooks.attach(deadLetters: deadLetters)
     }
 
     var logger: Logger { configuration.logger }
@@ -179,10 +187,10 @@ public final class ActorSystem: Sendable {
     public func shutdown() async {
         // The waiting is blocking; do it on a thread of its own, off the cooperative pool.
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            _ = Threads.start(name: "\(configuration.name)-shutdown") { [self] in
+            Threads.detach(Threads.start(name: "\(configuration.name)-shutdown") { [self] in
                 shutdownBlocking()
                 continuation.resume()
-            }
+            })
         }
     }
 
@@ -207,6 +215,7 @@ public final class ActorSystem: Sendable {
         scheduler.stopAndJoin()
         timer.stop()
         phase.store(2, ordering: .sequentiallyConsistent)
+        pluginRegistry.close()
         everyoneStopped.notify(all: true)
     }
 

@@ -56,7 +56,7 @@ public final class DeadLetterOffice: Sendable {
     private let unhandled = Atomic<Int>(0)
     private let overflow = Atomic<Int>(0)
     private let shutdown = Atomic<Int>(0)
-    private let observers = Mutex<[@Sendable (DeadLetter) -> Void]>([])
+    private let observers = Locked<[@Sendable (DeadLetter) -> Void]>([])
     private let hasObservers = Atomic<Bool>(false)
 
     init() {}

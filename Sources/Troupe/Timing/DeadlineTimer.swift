@@ -12,6 +12,10 @@ class TimerEntry: @unchecked Sendable {  // `deadline` and `heapIndex` are only 
 
     /// Called on the timer thread once the deadline passed, outside the timer's lock.
     func fire() {}
+
+    /// Called instead of `fire` for entries still pending when the timer stops, so that
+    /// nothing waits for a deadline that will never be checked.
+    func fireAtShutdown() { fire() }
 }
 
 /// One timer thread per system, holding a binary heap of deadlines.
@@ -78,7 +82,7 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
         }
     }
 
-    private let heap = Mutex(Heap())
+    private let heap = Locked(Heap())
     private let wakeup = EventCount()
     private let running = Atomic<Bool>(true)
     /// The deadline the timer thread sleeps until; Int64.max while it is awake or has nothing
@@ -111,12 +115,20 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
         heap.withLock { $0.remove(entry) }
     }
 
-    /// Stops the timer thread; pending entries never fire. Call once.
+    /// Stops the timer thread, then calls `fireAtShutdown` on every pending entry (on the
+    /// calling thread). Call once. Entries scheduled afterwards never fire.
     func stop() {
         running.store(false, ordering: .sequentiallyConsistent)
         wakeup.notify(all: true)
         if let thread { Threads.join(thread) }
         thread = nil
+        let pending = heap.withLock { heap in
+            let entries = heap.entries
+            for entry in entries { entry.heapIndex = -1 }
+            heap.entries.removeAll()
+            return entries
+        }
+        for entry in pending { entry.fireAtShutdown() }
     }
 
     private func run() {
