@@ -6,6 +6,12 @@ let package = Package(
     products: [
         .library(name: "Troupe", targets: ["Troupe"]),
         .executable(name: "troupe-bench", targets: ["troupe-bench"]),
+        // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
+        // plugin package depends on this product so that it links Troupe instead of carrying
+        // its own copy. Use either this or `Troupe` in one program, never both.
+        .library(name: "TroupeDynamic", type: .dynamic, targets: ["Troupe"]),
+        // The sample loadable plugin (libTroupeSamplePlugin.so), loaded by TroupeRegistryTests.
+        .library(name: "TroupeSamplePlugin", type: .dynamic, targets: ["TroupeSamplePlugin"]),
     ],
     traits: [
         .trait(
@@ -51,6 +57,19 @@ let package = Package(
             name: "TroupeStressTests",
             dependencies: ["Troupe", "TroupeTestSupport"],
             path: "Tests/TroupeStressTests"
+        ),
+        .target(
+            name: "TroupeSamplePlugin",
+            dependencies: ["Troupe"],
+            path: "Sources/TroupeSamplePlugin"
+        ),
+        .testTarget(
+            name: "TroupeRegistryTests",
+            dependencies: ["Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupeRegistryTests",
+            // Plugins compiled against the test binary's Troupe resolve their Troupe symbols
+            // from it, so the binary exports them.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]
         ),
         .target(
             name: "CBenchSupport",
