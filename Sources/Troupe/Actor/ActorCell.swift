@@ -213,12 +213,25 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     private var factory: (@Sendable () -> Definition)? { config?.factory as? @Sendable () -> Definition }
 
+    /// Runs `body` on the instance. A stateless (zero-sized) definition is used through a
+    /// local copy instead: ThreadSanitizer reports accesses to a zero-sized stored property at
+    /// the object's base address, which other threads legitimately touch (false races), and a
+    /// value without state has nothing to write back.
+    @inline(__always)
+    private func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
+        if MemoryLayout<Definition>.size == 0 {
+            var stateless = instance
+            return try body(&stateless)
+        }
+        return try body(&instance)
+    }
+
     private var context: ActorContext<Message> { ActorContext(cell: self) }
 
     override func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
         if _slowPath(flags & AnyCell.startedFlag == 0) {
             flags |= AnyCell.startedFlag
-            instance.started(context: context)
+            withInstance { $0.started(context: context) }
             system.hooks.actorStarted(address)
             if flags & AnyCell.stopRequestedFlag != 0 { stopNow() }
         }
@@ -253,7 +266,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         let token = envelope.askToken
         let message = envelope.take(as: Message.self)
         do {
-            try instance.receive(message, context: context)
+            try withInstance { try $0.receive(message, context: context) }
         } catch {
             // An asker learns the handler's error, not just that its Reply was dropped.
             if let token { Unmanaged<AskStateBase>.fromOpaque(token).takeUnretainedValue().failHandler(error) }
@@ -290,8 +303,9 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
                 return
             }
             system.logger.warning("\(failure); restarting")
-            instance = factory()
-            instance.started(context: context)
+            let fresh = factory()
+            if MemoryLayout<Definition>.size != 0 { instance = fresh }
+            withInstance { $0.started(context: context) }
         case .stop:
             system.logger.error("\(failure); stopping the actor")
             stopNow()
@@ -303,7 +317,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     private func stopNow() {
         flags &= ~AnyCell.stopRequestedFlag
         lifecycle.store(1, ordering: .releasing)
-        instance.stopped(context: context)
+        withInstance { $0.stopped(context: context) }
         if let family {
             for child in family.children.values { child.requestStop() }
             family.children.removeAll()
