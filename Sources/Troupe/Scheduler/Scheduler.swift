@@ -115,6 +115,18 @@ final class Scheduler: @unchecked Sendable {  // `workers` is immutable after in
         return worker
     }
 
+    /// Ends and joins a dedicated worker whose actor never started (spawn raced shutdown).
+    /// If shutdown already took it from the list, shutdown joins it instead.
+    func retireDedicated(_ worker: Worker) {
+        let mine = dedicated.withLock { workers in
+            guard let index = workers.firstIndex(where: { $0 === worker }) else { return false }
+            workers.remove(at: index)
+            return true
+        }
+        worker.requestExit()
+        if mine { worker.join() }
+    }
+
     /// Lets shared workers exit once every queue is empty, joins them and every dedicated
     /// thread, then marks the scheduler terminated: from then on whoever schedules a cell
     /// drains it on its own thread (`sweep`). Not on a worker thread.

@@ -129,7 +129,7 @@ public final class ActorSystem: Sendable {
             // Shutting down: the actor never runs; everything sent to it is dead-lettered.
             cell.lifecycle.store(1, ordering: .releasing)
             cell.flags |= AnyCell.startedFlag
-            config?.dedicated?.requestExit()
+            if let dedicated = config?.dedicated { scheduler.retireDedicated(dedicated) }
             logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
             return cell
         }
