@@ -13,14 +13,25 @@ internal import CTroupe
 ///   where idle workers can steal it);
 /// - from any other thread: a worker's queue, round-robin, and one parked worker is woken.
 /// Idle workers steal from the others, spin briefly, then park on the event count.
-final class Scheduler: @unchecked Sendable {  // `workers` is immutable after init; `dedicated` is behind a mutex
+final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter pointers are immutable after init (the counters are atomics); `dedicated` is behind a lock
     let batchSize: Int
     let idle = EventCount()
-    private let nextExternal = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let terminated = Atomic<Bool>(false)
     private let dedicated = Locked<[Worker]>([])
     private let name: String
+    /// The shared workers' run queues, for polling, stealing and external placement without
+    /// reference counting (spinning workers and senders would otherwise contend on the
+    /// array's and the workers' reference counts). Immutable after init.
+    private let runQueues: UnsafeMutableBufferPointer<OpaquePointer>
+    /// Two counters on cache lines of their own (128 bytes, 64-byte aligned), away from each
+    /// other and from the scheduler's read-mostly fields: `spinning` (offset 0) counts shared
+    /// workers polling for work before they park, so that a new run-queue entry needs no futex
+    /// wake-up while one polls (see `notifyIdle`); `nextExternal` (offset 64) spreads cells
+    /// scheduled from outside the workers round-robin.
+    private let counters = UnsafeMutableRawPointer.allocate(byteCount: 128, alignment: 64)
+    private var spinning: UnsafeMutablePointer<Atomic<Int>> { counters.assumingMemoryBound(to: Atomic<Int>.self) }
+    private var nextExternal: UnsafeMutablePointer<Atomic<Int>> { (counters + 64).assumingMemoryBound(to: Atomic<Int>.self) }
 
     init(name: String, workerCount: Int, pin: Bool, batchSize: Int) {
         precondition(workerCount > 0, "an actor system needs at least one worker thread, got \(workerCount)")
@@ -30,12 +41,23 @@ final class Scheduler: @unchecked Sendable {  // `workers` is immutable after in
         let cpus = Threads.allowedCPUs()
         var created: [Worker] = []
         self.workersStorage = []
+        self.runQueues = .allocate(capacity: workerCount)
+        counters.bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
+        (counters + 64).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         // Workers refer back to the scheduler, so they are built once `self` exists.
         for index in 0..<workerCount {
             let cpu = pin && !cpus.isEmpty ? cpus[index % cpus.count] : nil
             created.append(Worker(index: index, scheduler: self, isShared: true, wakeup: idle, cpu: cpu))
         }
         self.workersStorage = created
+        for (index, worker) in created.enumerated() { runQueues[index] = worker.runQueue }
+    }
+
+    deinit {
+        runQueues.deallocate()
+        spinning.deinitialize(count: 1)
+        nextExternal.deinitialize(count: 1)
+        counters.deallocate()
     }
 
     /// Starts the threads; called once by the system.
@@ -67,33 +89,53 @@ final class Scheduler: @unchecked Sendable {  // `workers` is immutable after in
                 if let displaced = worker.slot {
                     Worker.queue(displaced, on: worker.runQueue)
                     worker.slot = cell
-                    idle.notify()
+                    notifyIdle()
                 } else {
                     worker.slot = cell
                 }
                 return
             }
         }
-        let workers = shared
-        let worker = workers[nextExternal.add(1, ordering: .relaxed).oldValue % workers.count]
-        Worker.queue(cell, on: worker.runQueue)
-        idle.notify()
+        let queue = runQueues[Int(bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(runQueues.count))]
+        Worker.queue(cell, on: queue)
+        notifyIdle()
         if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { sweep() }
     }
 
     /// Pops a cell from another shared worker's queue. Worker threads only.
     func steal(for thief: Worker) -> AnyCell? {
-        let workers = shared
-        guard workers.count > 1 else { return nil }
-        for offset in 1..<workers.count {
-            let victim = workers[(thief.index + offset) % workers.count]
-            if let cell = Worker.pop(victim.runQueue) { return cell }
+        let count = runQueues.count
+        guard count > 1 else { return nil }
+        for offset in 1..<count {
+            if let cell = Worker.pop(runQueues[(thief.index + offset) % count]) { return cell }
         }
         return nil
     }
 
     func allQueuesEmpty() -> Bool {
-        shared.allSatisfy { CTroupe_runqueue_is_empty($0.runQueue) }
+        for queue in runQueues where !CTroupe_runqueue_is_empty(queue) { return false }
+        return true
+    }
+
+    /// After putting a cell on a shared run queue: wakes a parked worker unless one is
+    /// polling. Any thread.
+    ///
+    /// No lost wake-up: the caller's push, this fence and the load of `spinning` pair with a
+    /// poller's decrement of `spinning` (sequentially consistent) followed by its re-check of
+    /// every queue before it parks. If the load saw a poller, that poller's re-check comes
+    /// later in the total order and finds the cell.
+    func notifyIdle() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if spinning.pointee.load(ordering: .relaxed) == 0 { idle.notify() }
+    }
+
+    /// A shared worker starts (true) or stops (false) polling for work. Worker threads only.
+    func setPolling(_ polling: Bool) {
+        if polling {
+            spinning.pointee.add(1, ordering: .sequentiallyConsistent)
+        } else {
+            spinning.pointee.subtract(1, ordering: .sequentiallyConsistent)
+        }
     }
 
     /// A new thread for one blocking actor.

@@ -132,6 +132,10 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     }
 
     private func spinForWork() -> Bool {
+        // Shared workers announce that they poll, so that senders skip the futex wake-up; the
+        // decrement comes before the re-check that precedes parking (Scheduler.notifyIdle).
+        if isShared { scheduler.setPolling(true) }
+        defer { if isShared { scheduler.setPolling(false) } }
         let deadline = CTroupe_monotonic_ns() + Worker.spinNanoseconds
         repeat {
             if hasWork() { return true }
@@ -149,7 +153,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         }
         if more {
             Worker.queue(cell, on: runQueue)
-            if isShared { wakeup.notify() }
+            if isShared { scheduler.notifyIdle() }
         }
     }
 }
