@@ -5,7 +5,10 @@ let package = Package(
     name: "Troupe",
     products: [
         .library(name: "Troupe", targets: ["Troupe"]),
+        .library(name: "TroupePromises", targets: ["TroupePromises"]),
+        .library(name: "TroupePubSub", targets: ["TroupePubSub"]),
         .executable(name: "troupe-bench", targets: ["troupe-bench"]),
+        .executable(name: "troupe-batch-sweep", targets: ["troupe-batch-sweep"]),
         // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
         // plugin package depends on this product so that it links Troupe instead of carrying
         // its own copy. Use either this or `Troupe` in one program, never both.
@@ -43,6 +46,19 @@ let package = Package(
             dependencies: ["CTroupe", .product(name: "Logging", package: "swift-log")],
             path: "Sources/Troupe"
         ),
+        // Optional modules: built on Troupe's public API only.
+        .target(name: "TroupePromises", dependencies: ["Troupe"], path: "Sources/TroupePromises"),
+        .target(name: "TroupePubSub", dependencies: ["Troupe"], path: "Sources/TroupePubSub"),
+        .testTarget(
+            name: "TroupePromisesTests",
+            dependencies: ["TroupePromises", "Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupePromisesTests"
+        ),
+        .testTarget(
+            name: "TroupePubSubTests",
+            dependencies: ["TroupePubSub", "Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupePubSubTests"
+        ),
         .target(
             name: "TroupeTestSupport",
             dependencies: ["Troupe"],
@@ -70,6 +86,11 @@ let package = Package(
             // Plugins compiled against the test binary's Troupe resolve their Troupe symbols
             // from it, so the binary exports them.
             linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]
+        ),
+        .executableTarget(
+            name: "troupe-batch-sweep",
+            dependencies: ["Troupe"],
+            path: "Benchmarks/batch-sweep"
         ),
         .target(
             name: "CBenchSupport",

@@ -10,7 +10,10 @@
 #include "CBenchSupport.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -93,4 +96,53 @@ double CBenchSupport_process_cpu_seconds(void) {
 size_t CBenchSupport_heap_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks;
+}
+
+int CBenchSupport_reset_peak_rss(void) {
+    malloc_trim(0);
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t written = write(fd, "5", 1);
+    close(fd);
+    return written == 1 ? 0 : -1;
+}
+
+// Reads one "Name:   123 kB" line of /proc/self/status, in bytes.
+static int64_t status_field_bytes(const char *name) {
+    char buffer[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t length = read(fd, buffer, sizeof buffer - 1);
+    close(fd);
+    if (length <= 0) {
+        return -1;
+    }
+    buffer[length] = 0;
+    size_t name_length = strlen(name);
+    for (char *line = buffer; line != NULL && *line != 0;) {
+        if (strncmp(line, name, name_length) == 0 && line[name_length] == ':') {
+            int64_t kilobytes = 0;
+            for (char *c = line + name_length + 1; *c != 0 && *c != '\n'; c++) {
+                if (*c >= '0' && *c <= '9') {
+                    kilobytes = kilobytes * 10 + (*c - '0');
+                }
+            }
+            return kilobytes * 1024;
+        }
+        char *next = strchr(line, '\n');
+        line = next == NULL ? NULL : next + 1;
+    }
+    return -1;
+}
+
+int64_t CBenchSupport_peak_rss_bytes(void) {
+    return status_field_bytes("VmHWM");
+}
+
+int64_t CBenchSupport_rss_bytes(void) {
+    return status_field_bytes("VmRSS");
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +27,24 @@ double CBenchSupport_process_cpu_seconds(void);
 /// Bytes in allocated heap chunks across all malloc arenas (mallinfo2().uordblks).
 /// Chunks served directly by mmap (large blocks) are not included.
 size_t CBenchSupport_heap_in_use(void);
+
+/// Starts a new peak-memory window: returns free heap memory to the kernel (malloc_trim), then
+/// resets the kernel's resident-set high-water mark (VmHWM) to the current RSS by writing "5"
+/// to /proc/self/clear_refs. Returns 0 on success, -1 when the reset is unavailable.
+int CBenchSupport_reset_peak_rss(void);
+
+/// The resident-set high-water mark (VmHWM of /proc/self/status) in bytes, or -1.
+int64_t CBenchSupport_peak_rss_bytes(void);
+
+/// The current resident set (VmRSS of /proc/self/status) in bytes, or -1.
+int64_t CBenchSupport_rss_bytes(void);
+
+/// CLOCK_MONOTONIC in nanoseconds (vDSO, ~20 ns): the latency probes' clock.
+static inline uint64_t CBenchSupport_now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,189 @@
+// Command line and parameters of a run.
+
+import Glibc
+
+struct BenchConfig: Sendable {
+    /// `--quick`: every workload at a small size; results verified, figures not meaningful.
+    var quick = false
+    /// `--json`: a JSON array of measurements on stdout instead of the table.
+    var json = false
+    /// `--filter NAME` (repeatable).
+    var filters: [String] = []
+    /// `--runs N`: keep the fastest of N runs.
+    var runs = 1
+    /// Throughput workloads first run once at a small size (not reported) unless quick.
+    var warmUp = true
+    /// `--baseline-full`: Swift native and Dispatch rows run at the Troupe sizes.
+    var baselineFull = false
+    /// `--check-allocations FILE`: the allocation guard (see AllocationGuard.swift).
+    var checkAllocationsFile: String?
+    /// `--record-allocations FILE`: measure and write a thresholds file.
+    var recordAllocationsFile: String?
+    /// Whether the allocation guard is running (guard sizes, Troupe rows only).
+    var allocationGuard: Bool { checkAllocationsFile != nil || recordAllocationsFile != nil }
+
+    // Fixed parameters (Savina's defaults where the machine allows).
+    /// ThreadRing: actors in the ring (Savina: 100).
+    var ringActors = 100
+    /// Chameneos: number of chameneos (Savina: 100).
+    var chameneos = 100
+    /// Big: number of actors (Savina: 120).
+    var bigActors = 120
+    /// ForkJoinThroughput: number of actors (Savina: 60).
+    var forkJoinActors = 60
+    /// FanIn: producers.
+    var fanInProducers = 8
+    /// IdleCPU: actors alive during the idle window, and its length.
+    var idleActors = 1_000
+    var idleSeconds = 1.0
+    /// MemoryPerIdleActor: actors created and kept alive.
+    var memoryActors = 100_000
+
+    /// Sizes per workload. Swift native and Dispatch rows use smaller sizes where their forms are
+    /// 10–100× slower (AsyncStream, queue.async): rates are per unit, so rows stay comparable,
+    /// and a full run stays near three minutes.
+    var sizes: [Workload: SizeSpec] = [
+        .pingPong: SizeSpec(troupe: 2_000_000, native: 10_000_000, dispatch: 100_000, quick: 10_000, guardSize: 200_000,
+                            meaning: "round trips"),
+        .counting: SizeSpec(troupe: 10_000_000, native: 10_000_000, dispatch: 1_000_000, quick: 50_000, guardSize: 1_000_000,
+                            meaning: "increments", secondary: "AsyncStream row: native ÷ 10"),
+        .threadRing: SizeSpec(troupe: 5_000_000, native: 5_000_000, dispatch: 200_000, quick: 20_000, guardSize: 500_000,
+                              meaning: "hops", secondary: "AsyncStream row: native ÷ 20"),
+        .chameneos: SizeSpec(troupe: 1_000_000, native: 200_000, dispatch: 100_000, quick: 5_000, guardSize: 100_000,
+                             meaning: "meetings"),
+        .big: SizeSpec(troupe: 20_000, native: 20_000, dispatch: 1_000, quick: 100, guardSize: 2_000,
+                       meaning: "pings per actor"),
+        .forkJoinThroughput: SizeSpec(troupe: 50_000, native: 100_000, dispatch: 10_000, quick: 500, guardSize: 10_000,
+                                      meaning: "messages per actor"),
+        .forkJoinCreation: SizeSpec(troupe: 500_000, native: 1_000_000, dispatch: 100_000, quick: 5_000, guardSize: 50_000,
+                                    meaning: "actors"),
+        .fibonacci: SizeSpec(troupe: 27, native: 29, dispatch: 22, quick: 15, guardSize: 20,
+                             meaning: "n of fib(n)", secondary: "async let row: n − 3"),
+        .fanIn: SizeSpec(troupe: 1_000_000, native: 1_000_000, dispatch: 100_000, quick: 10_000, guardSize: 100_000,
+                         meaning: "messages per producer", secondary: "AsyncStream row: native ÷ 10"),
+        .spawn: SizeSpec(troupe: 200_000, native: 500_000, dispatch: 100_000, quick: 5_000, guardSize: 50_000,
+                         meaning: "actors"),
+        .pingPongLatency: SizeSpec(troupe: 500_000, native: 500_000, dispatch: 50_000, quick: 5_000, guardSize: 50_000,
+                                   meaning: "round trips"),
+        .askLatency: SizeSpec(troupe: 200_000, native: 1_000_000, dispatch: 50_000, quick: 2_000, guardSize: 20_000,
+                              meaning: "asks", secondary: "ask from a task, askBlocking: Troupe ÷ 4"),
+        .idleCPU: SizeSpec(troupe: 1_000, native: 1_000, dispatch: 1_000, quick: 1_000, guardSize: 0, meaning: "actors"),
+        .memoryPerIdleActor: SizeSpec(troupe: 100_000, native: 100_000, dispatch: 100_000, quick: 10_000, guardSize: 0,
+                                      meaning: "actors"),
+    ]
+
+    /// The size of `workload` for a row of `family`.
+    func size(_ workload: Workload, _ family: SizeFamily) -> Int {
+        let spec = sizes[workload]!
+        if allocationGuard { return spec.guardSize }
+        if quick { return spec.quick }
+        switch family {
+        case .troupe: return spec.troupe
+        case .native: return baselineFull ? spec.troupe : spec.native
+        case .dispatch: return baselineFull ? spec.troupe : spec.dispatch
+        }
+    }
+
+    /// The unreported warm-up size: 1/100 (fib: n - 8).
+    func warmUpSize(_ workload: Workload, _ size: Int) -> Int {
+        workload == .fibonacci ? max(size - 8, 2) : max(size / 100, 1)
+    }
+
+    /// Whether the (workload, system) pair was selected by `--filter`. A filter equal to a
+    /// workload's name selects that workload only; "=Workload/System" selects one row; anything
+    /// else matches workload or system names as a case-insensitive substring.
+    func includes(_ workload: Workload, system: String) -> Bool {
+        if allocationGuard && (!system.hasPrefix(BenchSystem.troupePrefix) || workload == .idleCPU) { return false }
+        if filters.isEmpty { return true }
+        let workloadName = workload.rawValue.lowercased()
+        let systemName = system.lowercased()
+        let row = "\(workloadName)/\(systemName)"
+        return filters.contains { filter in
+            let f = filter.lowercased()
+            if f.hasPrefix("=") { return String(f.dropFirst()) == row }
+            if Workload.allCases.contains(where: { $0.rawValue.lowercased() == f }) { return f == workloadName }
+            return workloadName.contains(f) || systemName.contains(f) || row.contains(f)
+        }
+    }
+
+    static let usage = """
+        usage: troupe-bench [--quick] [--json] [--filter NAME]... [--runs N] [--no-warmup] [--baseline-full]
+               troupe-bench --check-allocations FILE [--filter NAME]...
+               troupe-bench --record-allocations FILE [--filter NAME]...
+          --quick          every workload at a small size; verifies every result, finishes in seconds
+          --json           print a JSON array of measurements instead of the table
+          --filter NAME    run only matching rows (repeatable). NAME equal to a workload name selects
+                           that workload; =Workload/System selects one row; anything else is a
+                           case-insensitive substring of the workload or system name (e.g. Troupe)
+          --runs N         run each throughput workload N times, report the fastest (default 1)
+          --no-warmup      skip the unreported small warm-up run
+          --baseline-full  run the Swift native / Dispatch rows at the Troupe sizes
+          --check-allocations FILE
+                           allocation guard: run the Troupe rows at guard sizes and compare
+                           allocations per msg with FILE (Benchmarks/Thresholds/allocations.json);
+                           exit 1 when one exceeds its threshold + tolerance. Counts, never time.
+          --record-allocations FILE
+                           run the same rows and write their counts as a new thresholds file
+        workloads: \(Workload.allCases.map(\.rawValue).joined(separator: ", "))
+        """
+
+    /// Parses the arguments (without the program name). Exits with status 2 on bad usage.
+    static func parse(_ arguments: [String]) -> BenchConfig {
+        var config = BenchConfig()
+        var index = 0
+        func value(for flag: String) -> String {
+            index += 1
+            guard index < arguments.count else { usageError("\(flag) needs a value") }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--quick": config.quick = true
+            case "--json": config.json = true
+            case "--filter": config.filters.append(value(for: argument))
+            case "--runs":
+                let text = value(for: argument)
+                guard let runs = Int(text), runs >= 1 else { usageError("--runs needs a positive integer, got '\(text)'") }
+                config.runs = runs
+            case "--no-warmup": config.warmUp = false
+            case "--baseline-full": config.baselineFull = true
+            case "--check-allocations": config.checkAllocationsFile = value(for: argument)
+            case "--record-allocations": config.recordAllocationsFile = value(for: argument)
+            case "-h", "--help":
+                print(usage)
+                exit(0)
+            default:
+                if argument.hasPrefix("--filter=") {
+                    config.filters.append(String(argument.dropFirst("--filter=".count)))
+                } else {
+                    usageError("unknown argument '\(argument)'")
+                }
+            }
+            index += 1
+        }
+        if config.checkAllocationsFile != nil && config.recordAllocationsFile != nil {
+            usageError("--check-allocations and --record-allocations are exclusive")
+        }
+        if config.quick {
+            config.idleSeconds = 0.2
+            config.memoryActors = config.sizes[.memoryPerIdleActor]!.quick
+            config.warmUp = false
+        }
+        if config.allocationGuard {
+            config.quick = false
+            config.warmUp = true
+            config.runs = max(config.runs, 3)
+        }
+        let anyRow = Workload.allCases.contains { workload in BenchSystem.all.contains { config.includes(workload, system: $0) } }
+        if !anyRow {
+            usageError("--filter \(config.filters.joined(separator: ", ")) matches no row")
+        }
+        return config
+    }
+
+    static func usageError(_ message: String) -> Never {
+        printError("troupe-bench: \(message)\n\(usage)")
+        exit(2)
+    }
+}

@@ -1,0 +1,230 @@
+// Latency percentiles (p50, p99, p99.9) of single round trips, recorded into an HdrHistogram
+// (1 ns – 100 s, 3 significant digits) with CLOCK_MONOTONIC read before and after each one.
+// The clock reads (~20 ns each) are included in every figure, for every system alike.
+//
+// PingPongLatency: one round trip between two actors, timed by the requester.
+// - Troupe: Ping tells Pong, Pong tells back (as in PingPong).
+// - Swift native: the Ping actor awaits `pong.ping()`.
+//
+// AskLatency: one request/response from a caller that is not the target actor.
+// - Swift native: a task awaits `actor.ping()` (the native "ask").
+// - Troupe (actor ask): an actor asks with `context.ask(pong, …) { .answer($0) }`; the answer
+//   comes back as a message.
+// - Troupe (ask from a task): a task awaits `try await pong.ask { .ask($0) }` (1/4 of the size).
+// - Troupe (askBlocking): a plain thread blocks in `pong.askBlocking { .ask($0) }` (1/4).
+
+import CBenchSupport
+import Dispatch
+import Histogram
+import Troupe
+
+private struct LatencyResult: Sendable {
+    var histogram: Histogram<UInt64>
+    var last: Int
+    var failures = 0
+}
+
+private struct Pong: ActorDefinition {
+    enum Message: Sendable {
+        case ping(replyTo: ActorRef<Ping.Message>)
+        case ask(Reply<Int>)
+    }
+    var count = 0
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        count += 1
+        switch message {
+        case .ping(let replyTo): replyTo.tell(.pong(count))
+        case .ask(let reply): reply.succeed(count)
+        }
+    }
+}
+
+private struct Ping: ActorDefinition {
+    enum Message: Sendable { case start, pong(Int) }
+    let pong: ActorRef<Pong.Message>
+    var remaining: Int
+    let done: Completion<LatencyResult>
+    var histogram = makeLatencyHistogram()
+    var sentAt: UInt64 = 0
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .start:
+            sentAt = CBenchSupport_now_ns()
+            pong.tell(.ping(replyTo: context.ref))
+        case .pong(let count):
+            histogram.record(CBenchSupport_now_ns() &- sentAt)
+            remaining -= 1
+            if remaining == 0 {
+                done.complete(LatencyResult(histogram: histogram, last: count))
+            } else {
+                sentAt = CBenchSupport_now_ns()
+                pong.tell(.ping(replyTo: context.ref))
+            }
+        }
+    }
+}
+
+private struct Asker: ActorDefinition {
+    enum Message: Sendable { case start, answer(Result<Int, AskError>) }
+    let pong: ActorRef<Pong.Message>
+    var remaining: Int
+    let done: Completion<LatencyResult>
+    var histogram = makeLatencyHistogram()
+    var sentAt: UInt64 = 0
+    var last = 0
+    var failures = 0
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .start:
+            ask(context)
+        case .answer(let result):
+            histogram.record(CBenchSupport_now_ns() &- sentAt)
+            switch result {
+            case .success(let count): last = count
+            case .failure: failures += 1
+            }
+            remaining -= 1
+            if remaining == 0 {
+                done.complete(LatencyResult(histogram: histogram, last: last, failures: failures))
+            } else {
+                ask(context)
+            }
+        }
+    }
+
+    private mutating func ask(_ context: ActorContext<Message>) {
+        sentAt = CBenchSupport_now_ns()
+        context.ask(pong, { .ask($0) }, then: { .answer($0) })
+    }
+}
+
+private actor NativePong {
+    private var count = 0
+    func ping() -> Int {
+        count += 1
+        return count
+    }
+}
+
+private actor NativePing {
+    private let pong = NativePong()
+
+    func run(_ roundTrips: Int) async -> LatencyResult {
+        var histogram = makeLatencyHistogram()
+        var last = 0
+        for _ in 0..<roundTrips {
+            let start = CBenchSupport_now_ns()
+            last = await pong.ping()
+            histogram.record(CBenchSupport_now_ns() &- start)
+        }
+        return LatencyResult(histogram: histogram, last: last)
+    }
+}
+
+private func latencyRow(_ workload: Workload, _ system: String, _ n: Int, _ note: String,
+                        _ body: () -> LatencyResult) -> Measurement {
+    let stopwatch = Stopwatch()
+    let result = body()
+    let (seconds, allocations) = stopwatch.stop()
+    verifyEqual(result.failures, 0, workload, system, "failed requests")
+    verifyEqual(result.last, n, workload, system, "requests seen by the responder")
+    verifyEqual(result.histogram.totalCount, UInt64(n), workload, system, "latencies recorded")
+    return Measurement(workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
+                       note: note, latency: LatencySummary(result.histogram))
+}
+
+func pingPongLatencyRows(_ config: BenchConfig) -> [Measurement] {
+    let workload = Workload.pingPongLatency
+    var rows: [Measurement] = []
+
+    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { n in
+        latencyRow(workload, BenchSystem.swiftNative, n, "Ping actor awaits pong.ping()") {
+            runBlocking { await NativePing().run(n) }
+        }
+    }) { rows.append(m) }
+
+    if let m = benchmark(config, workload, system: BenchSystem.troupe, family: .troupe, { n in
+        let system = troupe.system
+        let done = Completion<LatencyResult>()
+        let pong = system.spawn(Pong())
+        let ping = system.spawn(Ping(pong: pong, remaining: n, done: done))
+        defer { ping.stop(); pong.stop() }
+        return latencyRow(workload, BenchSystem.troupe, n, "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)") {
+            ping.tell(.start)
+            return done.wait("PingPongLatency / Troupe")
+        }
+    }) { rows.append(m) }
+
+    return rows
+}
+
+func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
+    let workload = Workload.askLatency
+    var rows: [Measurement] = []
+
+    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { n in
+        latencyRow(workload, BenchSystem.swiftNative, n, "a task awaits actor.ping()") {
+            runBlocking {
+                let pong = NativePong()
+                var histogram = makeLatencyHistogram()
+                var last = 0
+                for _ in 0..<n {
+                    let start = CBenchSupport_now_ns()
+                    last = await pong.ping()
+                    histogram.record(CBenchSupport_now_ns() &- start)
+                }
+                return LatencyResult(histogram: histogram, last: last)
+            }
+        }
+    }) { rows.append(m) }
+
+    let actorAsk = "Troupe (actor ask)"
+    if let m = benchmark(config, workload, system: actorAsk, family: .troupe, { n in
+        let system = troupe.system
+        let done = Completion<LatencyResult>()
+        let pong = system.spawn(Pong())
+        let asker = system.spawn(Asker(pong: pong, remaining: n, done: done))
+        defer { asker.stop(); pong.stop() }
+        return latencyRow(workload, actorAsk, n, "context.ask(pong) { .answer($0) }; \(troupe.workersNote)") {
+            asker.tell(.start)
+            return done.wait("AskLatency / \(actorAsk)")
+        }
+    }) { rows.append(m) }
+
+    let taskAsk = "Troupe (ask from a task)"
+    if let m = benchmark(config, workload, system: taskAsk, family: .troupe, divisor: 4, { n in
+        let pong = troupe.system.spawn(Pong())
+        defer { pong.stop() }
+        return latencyRow(workload, taskAsk, n, "try await pong.ask { .ask($0) } from a task") {
+            runBlocking {
+                var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
+                for _ in 0..<n {
+                    let start = CBenchSupport_now_ns()
+                    do { result.last = try await pong.ask { .ask($0) } } catch { result.failures += 1 }
+                    result.histogram.record(CBenchSupport_now_ns() &- start)
+                }
+                return result
+            }
+        }
+    }) { rows.append(m) }
+
+    let blockingAsk = "Troupe (askBlocking)"
+    if let m = benchmark(config, workload, system: blockingAsk, family: .troupe, divisor: 4, { n in
+        let pong = troupe.system.spawn(Pong())
+        defer { pong.stop() }
+        return latencyRow(workload, blockingAsk, n, "pong.askBlocking { .ask($0) } from a plain thread") {
+            var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
+            for _ in 0..<n {
+                let start = CBenchSupport_now_ns()
+                do { result.last = try pong.askBlocking { .ask($0) } } catch { result.failures += 1 }
+                result.histogram.record(CBenchSupport_now_ns() &- start)
+            }
+            return result
+        }
+    }) { rows.append(m) }
+
+    return rows
+}
