@@ -84,8 +84,9 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
             return
         }
         if let raw = CTroupe_current_worker() {
-            let worker = Unmanaged<Worker>.fromOpaque(raw).takeUnretainedValue()
-            if worker.isShared && worker.scheduler === self {
+            // The calling thread's own worker outlives this call: borrow it without retaining.
+            let placed = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Bool in
+                guard worker.isShared && worker.scheduler === self else { return false }
                 if let displaced = worker.slot {
                     Worker.queue(displaced, on: worker.runQueue)
                     worker.slot = cell
@@ -93,8 +94,9 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
                 } else {
                     worker.slot = cell
                 }
-                return
+                return true
             }
+            if placed { return }
         }
         let queue = runQueues[Int(bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(runQueues.count))]
         Worker.queue(cell, on: queue)
