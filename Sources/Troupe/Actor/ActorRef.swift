@@ -37,7 +37,7 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         let limit = timeout ?? system.configuration.askTimeout
         let result: Result<Value, AskError> = await withUnsafeContinuation { continuation in
             let state = AskState<Value>(continuation: continuation, timeout: limit, timer: system.timer)
-            send(request(Reply(state)), state: state, timeout: limit)
+            sendAsk(request(Reply(state)), state: state, timeout: limit)
         }
         return try result.get()
     }
@@ -52,7 +52,7 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         let system = cell.system
         let limit = timeout ?? system.configuration.askTimeout
         let state = AskState<Value>(timeout: limit, timer: system.timer, callback: onReply)
-        send(request(Reply(state)), state: state, timeout: limit)
+        sendAsk(request(Reply(state)), state: state, timeout: limit)
     }
 
     /// Blocks the calling thread until the answer arrives: for callers outside the runtime,
@@ -63,12 +63,14 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
         if CTroupe_current_worker() != nil { throw .blockingOnWorkerThread }
-        let waiter = BlockingWaiter<Value>()
+        let waiter = ReplyWaiter<Value>()
         ask(timeout: timeout, request) { result in waiter.complete(result) }
         return try waiter.wait().get()
     }
 
-    private func send<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
+    /// Sends an ask's request: arms its timeout and lets the envelope carry the ask state.
+    /// Any thread. Shared by refs and pools.
+    func sendAsk<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
         cell.system.timer.schedule(state, after: timeout)
         // The envelope owns one retain of the state until it is handled or dead-lettered: the
         // request may not hold its Reply, and the ask may end (timeout) before the envelope does.
@@ -102,29 +104,4 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
 
     public static func == (lhs: ActorRef, rhs: ActorRef) -> Bool { lhs.cell === rhs.cell }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(cell)) }
-}
-
-/// Parks one non-worker thread until a value arrives.
-private final class BlockingWaiter<Value: Sendable>: @unchecked Sendable {  // `result` is written before the release store of `ready` and read after its acquire load
-    private var result: Result<Value, AskError>?
-    private let ready = EventCount()
-    private let done = Atomic<Bool>(false)
-
-    func complete(_ value: Result<Value, AskError>) {
-        result = value
-        done.store(true, ordering: .releasing)
-        ready.notify(all: true)
-    }
-
-    func wait() -> Result<Value, AskError> {
-        while !done.load(ordering: .acquiring) {
-            let epoch = ready.prepareWait()
-            if done.load(ordering: .acquiring) {
-                ready.cancelWait()
-                break
-            }
-            ready.wait(epoch: epoch)
-        }
-        return result!
-    }
 }

@@ -147,8 +147,7 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
     /// cell gives back when it handles or dead-letters the envelope.
     private func send<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
         let index = route(message)
-        system.timer.schedule(state, after: timeout)
-        _ = slots[index].ref.cell.send(message, askToken: Unmanaged.passRetained(state).toOpaque())
+        slots[index].ref.sendAsk(message, state: state, timeout: timeout)
     }
 
     // MARK: Members
@@ -296,29 +295,6 @@ struct LoadReportingMember<Definition: ActorDefinition & SendableMetatype>: Acto
 
     mutating func started(context: ActorContext<Message>) { definition.started(context: context) }
     mutating func stopped(context: ActorContext<Message>) { definition.stopped(context: context) }
-}
-
-/// Blocks one non-worker thread until an ask completes: `complete` from any thread (once),
-/// `wait` on the one blocked thread; the result is handed over under the mutex.
-final class ReplyWaiter<Value: Sendable>: Sendable {
-    private let result = Locked<Result<Value, AskError>?>(nil)
-    private let signal = EventCount()
-
-    func complete(_ value: Result<Value, AskError>) {
-        result.withLock { $0 = value }
-        signal.notify(all: true)
-    }
-
-    func wait() -> Result<Value, AskError> {
-        while true {
-            let epoch = signal.prepareWait()
-            if let value = result.withLock({ $0 }) {
-                signal.cancelWait()
-                return value
-            }
-            signal.wait(epoch: epoch)
-        }
-    }
 }
 
 /// Collects the answers of ``ActorPool/askAll(timeout:_:)``: `complete` from any thread (the

@@ -123,9 +123,10 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
     /// polling. Any thread.
     ///
     /// No lost wake-up: the caller's push, this fence and the load of `spinning` pair with a
-    /// poller's decrement of `spinning` (sequentially consistent) followed by its re-check of
-    /// every queue before it parks. If the load saw a poller, that poller's re-check comes
-    /// later in the total order and finds the cell.
+    /// poller's decrement of `spinning` (sequentially consistent) followed by its look at every
+    /// queue. If the load saw a poller, that look comes later in the total order and finds the
+    /// cell: the poller parks only after re-checking every queue, and a poller that takes some
+    /// other cell wakes a sleeper when cells remain queued (Worker.run).
     func notifyIdle() {
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         if spinning.pointee.load(ordering: .relaxed) == 0 { idle.notify() }

@@ -75,13 +75,26 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     private func run() {
         CTroupe_set_current_worker(Unmanaged.passUnretained(self).toOpaque())
         if let cpu { Threads.pinCurrentThread(to: cpu) }
+        // Set when this worker found work while polling. Senders skip the futex wake-up while a
+        // worker polls (Scheduler.notifyIdle), so a poller that takes one cell and leaves others
+        // queued passes the wake-up on; otherwise a cell could wait behind a handler that
+        // blocks this worker while another worker sleeps.
+        var polled = false
         while true {
             if let cell = nextCell() {
+                if polled {
+                    polled = false
+                    if !scheduler.allQueuesEmpty() { wakeup.notify() }
+                }
                 runCell(cell)
                 continue
             }
             if shouldExit() { break }
-            if spinForWork() { continue }
+            if spinForWork() {
+                polled = isShared
+                continue
+            }
+            polled = false
             let epoch = wakeup.prepareWait()
             if hasWork() || shouldExit() {
                 wakeup.cancelWait()
