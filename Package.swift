@@ -98,7 +98,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "troupe-bench",
-            dependencies: ["Troupe", "CBenchSupport", .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: ["Troupe", "TroupePromises", "TroupePubSub", "CBenchSupport", .product(name: "Histogram", package: "hdrhistogram-swift")],
             path: "Benchmarks/troupe-bench"
         ),
     ],

@@ -11,6 +11,7 @@ let workloads: [(BenchConfig) -> [Measurement]] = [
     pingPongRows, countingRows, threadRingRows, chameneosRows, bigRows,
     forkJoinThroughputRows, forkJoinCreationRows, fibonacciRows, fanInRows, spawnRows,
     pingPongLatencyRows, askLatencyRows, idleRows, memoryRows,
+    poolRows, poolSkewRows, promiseCreateRows, promiseAskRows, pubSubFanOutRows,
 ]
 
 var results: [Measurement] = []

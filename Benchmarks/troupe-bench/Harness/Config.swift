@@ -38,6 +38,12 @@ struct BenchConfig: Sendable {
     var idleSeconds = 1.0
     /// MemoryPerIdleActor: actors created and kept alive.
     var memoryActors = 100_000
+    /// Pool, PoolSkew: members per pool (firstFreeOrGrow may grow to twice as many).
+    var poolMembers = 4
+    /// PoolSkew: spin iterations per message of an ordinary member; member 0 spins 10× more.
+    var poolSkewSpin = 200
+    /// PubSubFanOut: subscribers of the topic.
+    var pubSubSubscribers = 1_000
 
     /// Sizes per workload. Swift native and Dispatch rows use smaller sizes where their forms are
     /// 10–100× slower (AsyncStream, queue.async): rates are per unit, so rows stay comparable,
@@ -70,6 +76,16 @@ struct BenchConfig: Sendable {
         .idleCPU: SizeSpec(troupe: 1_000, native: 1_000, dispatch: 1_000, quick: 1_000, guardSize: 0, meaning: "actors"),
         .memoryPerIdleActor: SizeSpec(troupe: 100_000, native: 100_000, dispatch: 100_000, quick: 10_000, guardSize: 0,
                                       meaning: "actors"),
+        .pool: SizeSpec(troupe: 2_000_000, native: 2_000_000, dispatch: 2_000_000, quick: 10_000, guardSize: 200_000,
+                        meaning: "messages told (broadcast: each to every member)"),
+        .poolSkew: SizeSpec(troupe: 200_000, native: 200_000, dispatch: 200_000, quick: 2_000, guardSize: 20_000,
+                            meaning: "messages"),
+        .promiseCreate: SizeSpec(troupe: 1_000_000, native: 1_000_000, dispatch: 1_000_000, quick: 10_000, guardSize: 100_000,
+                                 meaning: "promises"),
+        .promiseAsk: SizeSpec(troupe: 200_000, native: 200_000, dispatch: 200_000, quick: 2_000, guardSize: 20_000,
+                              meaning: "asks"),
+        .pubSubFanOut: SizeSpec(troupe: 2_000, native: 2_000, dispatch: 2_000, quick: 20, guardSize: 200,
+                                meaning: "publications"),
     ]
 
     /// The size of `workload` for a row of `family`.

@@ -41,7 +41,7 @@ func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] 
     guard m.isTroupe else { return [] }
     let baseline = baseline(for: m, in: results)
     var checks: [TargetCheck] = []
-    if m.hasRate {
+    if m.hasRate && m.workload.hasNativeBaseline {
         let minimum = m.workload.isOneWay ? 20.0 : 1.0
         let ratio = ratioToNative(m, baseline: baseline)
         let what = m.workload.kind == .latency ? " (p50)" : ""
@@ -63,7 +63,7 @@ func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] 
         checks.append(TargetCheck(figure: "\(rate(m.messagesPerSecond)) msg/s", goal: "≥ 50 M msg/s",
                                   pass: m.messagesPerSecond >= 50e6))
         checks.append(allocationCheck)
-    case .fanIn:
+    case .fanIn, .pubSubFanOut:
         checks.append(allocationCheck)
     case .spawn:
         checks.append(TargetCheck(figure: "\(fixed(m.nanosecondsPerMessage, 1)) ns/actor",
@@ -114,6 +114,9 @@ func printHeader(_ config: BenchConfig, arguments: [String]) {
         case .big: fixedPart = "\(config.bigActors) actors; "
         case .forkJoinThroughput: fixedPart = "\(config.forkJoinActors) actors; "
         case .fanIn: fixedPart = "\(config.fanInProducers) producers; "
+        case .pool: fixedPart = "\(config.poolMembers) members; "
+        case .poolSkew: fixedPart = "\(config.poolMembers) members, spin \(config.poolSkewSpin) (member 0: ×10); "
+        case .pubSubFanOut: fixedPart = "\(grouped(config.pubSubSubscribers)) subscribers; "
         case .idleCPU:
             emit("         \(pad(workload.rawValue, 19)) \(grouped(config.idleActors)) actors idle for \(fixed(config.idleSeconds, 1)) s")
             continue

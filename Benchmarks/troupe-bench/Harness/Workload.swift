@@ -31,6 +31,16 @@ enum Workload: String, CaseIterable, Sendable {
     case idleCPU = "IdleCPU"
     /// Heap bytes per live, idle actor.
     case memoryPerIdleActor = "MemoryPerIdleActor"
+    /// Pool dispatch (issue 4): one thread tells N messages to a pool, one row per routing.
+    case pool = "Pool"
+    /// Least-loaded balance under skewed work (issue 4): member 0 spins 10× longer per message.
+    case poolSkew = "PoolSkew"
+    /// TroupePromises (issue 5): create and complete a promise (plus a callback, a map chain).
+    case promiseCreate = "PromiseCreate"
+    /// TroupePromises (issue 5): ask round trips through a promise vs `try await ask`.
+    case promiseAsk = "PromiseAsk"
+    /// TroupePubSub (issue 6): one publisher fans out to 1,000 subscribers.
+    case pubSubFanOut = "PubSubFanOut"
 
     enum Kind { case throughput, latency, idle, memory }
 
@@ -47,7 +57,10 @@ enum Workload: String, CaseIterable, Sendable {
     var unit: String {
         switch self {
         case .pingPong, .pingPongLatency: "round trip"
-        case .counting, .forkJoinThroughput, .fanIn: "msg"
+        case .counting, .forkJoinThroughput, .fanIn, .pool, .poolSkew: "msg"
+        case .promiseCreate: "promise"
+        case .promiseAsk: "ask"
+        case .pubSubFanOut: "delivery"
         case .threadRing: "hop"
         case .chameneos: "meeting"
         case .big: "ping"
@@ -56,7 +69,16 @@ enum Workload: String, CaseIterable, Sendable {
         }
     }
 
-    var unitPlural: String { unit + "s" }
+    /// Whether a Swift native row is measured, so that the "≥ 1× native" target applies
+    /// (pools and promises are Troupe-only: their rows compare routings and forms).
+    var hasNativeBaseline: Bool {
+        switch self {
+        case .pool, .poolSkew, .promiseCreate, .promiseAsk: false
+        default: true
+        }
+    }
+
+    var unitPlural: String { self == .pubSubFanOut ? "deliveries" : unit + "s" }
 
     /// One-way workloads (the brief's ≥ 20× Swift native target).
     var isOneWay: Bool {
@@ -79,6 +101,7 @@ enum BenchSystem {
     /// Every system name a row uses (for `--filter` validation).
     static let all = [swiftNative, "Swift native (AsyncStream)", "Swift native (async let)", dispatch, troupe,
                       "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)", "Troupe (askBlocking)"]
+        + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems
 }
 
 /// Which size column of a workload a row uses.

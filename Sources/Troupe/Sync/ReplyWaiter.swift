@@ -1,22 +1,27 @@
+import Synchronization
+
 /// Blocks one non-worker thread until an ask completes: `complete` from any thread (once),
-/// `wait` on the one blocked thread; the result is handed over under the mutex.
-final class ReplyWaiter<Value: Sendable>: Sendable {
-    private let result = Locked<Result<Value, AskError>?>(nil)
+/// `wait` on the one blocked thread. Used by `askBlocking` on refs and pools.
+final class ReplyWaiter<Value: Sendable>: @unchecked Sendable {  // `result` is written once before the releasing store of `done` and read after its acquiring load
+    private var result: Result<Value, AskError>?
+    private let done = Atomic<Bool>(false)
     private let signal = EventCount()
 
     func complete(_ value: Result<Value, AskError>) {
-        result.withLock { $0 = value }
+        result = value
+        done.store(true, ordering: .releasing)
         signal.notify(all: true)
     }
 
     func wait() -> Result<Value, AskError> {
-        while true {
+        while !done.load(ordering: .acquiring) {
             let epoch = signal.prepareWait()
-            if let value = result.withLock({ $0 }) {
+            if done.load(ordering: .acquiring) {
                 signal.cancelWait()
-                return value
+                break
             }
             signal.wait(epoch: epoch)
         }
+        return result!
     }
 }
