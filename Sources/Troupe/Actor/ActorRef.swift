@@ -33,13 +33,9 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) async throws(AskError) -> Value {
-        let system = cell.system
-        let limit = timeout ?? system.configuration.askTimeout
-        let result: Result<Value, AskError> = await withUnsafeContinuation { continuation in
-            let state = AskState<Value>(continuation: continuation, timeout: limit, timer: system.timer)
+        try await Asking.await(cell.system, timeout: timeout) { state, limit in
             sendAsk(request(Reply(state)), state: state, timeout: limit)
         }
-        return try result.get()
     }
 
     /// Sends a request and calls `onReply` exactly once with the answer or the error, on the
@@ -49,10 +45,9 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         _ request: (Reply<Value>) -> Message,
         onReply: @escaping @Sendable (Result<Value, AskError>) -> Void
     ) {
-        let system = cell.system
-        let limit = timeout ?? system.configuration.askTimeout
-        let state = AskState<Value>(timeout: limit, timer: system.timer, callback: onReply)
-        sendAsk(request(Reply(state)), state: state, timeout: limit)
+        Asking.callback(cell.system, timeout: timeout, onReply: onReply) { state, limit in
+            sendAsk(request(Reply(state)), state: state, timeout: limit)
+        }
     }
 
     /// Blocks the calling thread until the answer arrives: for callers outside the runtime,
@@ -62,10 +57,9 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
-        if CTroupe_current_worker() != nil { throw .blockingOnWorkerThread }
-        let waiter = ReplyWaiter<Value>()
-        ask(timeout: timeout, request) { result in waiter.complete(result) }
-        return try waiter.wait().get()
+        try Asking.blocking(cell.system, timeout: timeout) { state, limit in
+            sendAsk(request(Reply(state)), state: state, timeout: limit)
+        }
     }
 
     /// Sends an ask's request: arms its timeout and lets the envelope carry the ask state.

@@ -93,13 +93,9 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) async throws(AskError) -> Value {
-        let limit = timeout ?? system.configuration.askTimeout
-        let timer = system.timer
-        let result: Result<Value, AskError> = await withUnsafeContinuation { continuation in
-            let state = AskState<Value>(continuation: continuation, timeout: limit, timer: timer)
+        try await Asking.await(system, timeout: timeout) { state, limit in
             send(request(Reply(state)), state: state, timeout: limit)
         }
-        return try result.get()
     }
 
     /// Sends a request and calls `onReply` exactly once with the answer or the error, on the
@@ -109,9 +105,9 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
         _ request: (Reply<Value>) -> Message,
         onReply: @escaping @Sendable (Result<Value, AskError>) -> Void
     ) {
-        let limit = timeout ?? system.configuration.askTimeout
-        let state = AskState<Value>(timeout: limit, timer: system.timer, callback: onReply)
-        send(request(Reply(state)), state: state, timeout: limit)
+        Asking.callback(system, timeout: timeout, onReply: onReply) { state, limit in
+            send(request(Reply(state)), state: state, timeout: limit)
+        }
     }
 
     /// ``ask(timeout:_:)`` that blocks the calling thread, for callers outside the runtime.
@@ -120,10 +116,9 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
-        if CTroupe_current_worker() != nil { throw .blockingOnWorkerThread }
-        let waiter = ReplyWaiter<Value>()
-        ask(timeout: timeout, request) { waiter.complete($0) }
-        return try waiter.wait().get()
+        try Asking.blocking(system, timeout: timeout) { state, limit in
+            send(request(Reply(state)), state: state, timeout: limit)
+        }
     }
 
     /// Asks every member (each gets its own request and reply) and returns the results in
