@@ -107,7 +107,7 @@ import TroupeTestSupport
         #expect(Set(reasons.map(\.description)).count == 4)
         #expect(DeadLetterReason.unhandledMessageType("Foo").description.contains("Foo"))
         #expect(DeadLetterReason.mailboxFull(.dropOldest).description.contains("dropOldest"))
-        #expect(DeadLetterReason.Kind.allCases.count == 4)
+        #expect(DeadLetterReason.Kind.allCases.count == 5)
     }
 
     @Test func aFreshSystemHasNoDeadLetters() async throws {

@@ -44,7 +44,8 @@ import TroupeTestSupport
             #expect(answer1 == 6)
             #expect(failures.values == ["#1 resume", "#2 resume"])
             #expect(!actor.isStopped)
-            #expect(system.deadLetters.total == 0)
+            #expect(system.deadLetters.count(.handlerFailed) == 2, "each failing message is a dead letter with its error")
+            #expect(system.deadLetters.total == 2)
         }
     }
 
@@ -70,7 +71,8 @@ import TroupeTestSupport
             #expect(instances.value == 2, "factory called at spawn and at the restart")
             #expect(events.values == ["started 1", "add 10 -> 10", "started 2", "add 1 -> 1", "add 2 -> 3"],
                     "the old instance's `stopped` does not run on restart; the new one's `started` does")
-            #expect(system.deadLetters.total == 0)
+            #expect(system.deadLetters.count(.handlerFailed) == 1, "only the failing message is dead-lettered")
+            #expect(system.deadLetters.total == 1)
         }
     }
 

@@ -6,9 +6,17 @@ internal import CTroupe
 /// their order relative to them) but bypass bounded-mailbox accounting and are never dropped.
 enum SystemMessage {
     /// Stop after the messages enqueued before this one.
-    case stop
+    case stop(TerminationReason)
     /// A child stopped; forget it.
     case childStopped(AnyCell)
+    /// Makes an idle actor take a turn, so that a restart request (a lifecycle bit) is acted on.
+    case wake
+    /// An actor this one watches has terminated (the target's id).
+    case watchedTerminated(Terminated, UInt64)
+    /// One of this actor's timers is due.
+    case timerFired(TimerEntry)
+    /// A self-invalidating actor's last reference was dropped (maybe: refs can be re-created).
+    case referencesReleased
 }
 
 /// Rarely used, immutable cell settings; `nil` for an actor spawned with default options, so
@@ -24,6 +32,8 @@ final class CellConfig: Sendable {
     /// The spawn factory (`@Sendable () -> Definition`), type-erased so the config stays
     /// non-generic; only read on restart.
     let factory: (any Sendable)?
+    /// Set for ``SpawnOptions/selfInvalidating`` actors.
+    let selfInvalidation: SelfInvalidation?
 
     init(options: SpawnOptions, dedicated: Worker?, factory: (any Sendable)?) {
         name = options.name
@@ -40,46 +50,73 @@ final class CellConfig: Sendable {
         failureDecider = options.failureDecider
         tracksDepth = options.tracksMailboxDepth || capacity > 0
         self.factory = factory
+        selfInvalidation = options.selfInvalidating ? SelfInvalidation() : nil
     }
 
     static func needed(for options: SpawnOptions, hasFactory: Bool) -> Bool {
         hasFactory || options.name != nil || options.mailbox != .unbounded || options.executor != .shared
-            || options.failureDecider != nil || options.tracksMailboxDepth
+            || options.failureDecider != nil || options.tracksMailboxDepth || options.selfInvalidating
     }
 }
 
-/// State only the actor's own turns touch: family links and failure count.
-final class CellFamily {
+/// Rare per-actor state, allocated on first use: family links, failures, watches, timers,
+/// a pending delayed restart. Touched only by the holder of the mailbox's scheduling right,
+/// except `stopReason`, which is written before the cell leaves the registry and read by
+/// watchers only after that (under the registry lock).
+final class CellExtras {
     weak var parent: AnyCell?
     var children: [ObjectIdentifier: AnyCell] = [:]
     var failureCount = 0
+    /// Why the actor stopped, when it was not a plain stop.
+    var stopReason: TerminationReason?
+    /// Set by ``ActorContext/crash(_:)``; acted on when the handler returns.
+    var pendingCrash: (any Error)?
+    /// Actors this one watches, by id: the target and its notice mapping (a `NoticeMapping<Message>`).
+    var watching: [UInt64: (target: AnyCell, mapping: AnyObject)] = [:]
+    /// Active timers by key (`ActorTimer<Message>`).
+    var timers: [AnyHashable: TimerEntry] = [:]
+    /// A delayed restart in progress: the reason and the timer entry that resumes the actor.
+    var suspension: (reason: any Error, resume: ResumeEntry)?
+    /// Envelopes popped in the turn that suspended the actor and not handled yet; handled
+    /// first when it resumes.
+    var held: [UnsafeMutablePointer<CTroupe_envelope>] = []
+    /// The failing message (a `Message`) and its ask token, kept for one retry after a restart.
+    var retry: (message: Any, token: UnsafeMutableRawPointer?)?
 }
 
 /// The runtime side of an actor: mailbox, lifecycle and identity. The mailbox belongs to the
 /// cell, not to the actor instance, so an instance can be replaced (restart) without losing
 /// pending messages.
 ///
-/// Thread-safety: `lifecycle` is written only by the thread holding the mailbox's scheduling
-/// right and read by senders; `family`, `flags` and the subclass's instance are touched only by
-/// that thread; `registryNext`/`registryPrevious` only under the system's registry lock. The
-/// mailbox's scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from
-/// one worker to the next with a happens-before edge.
+/// Thread-safety: the `stopped` bit of `lifecycle` is set only by the thread holding the
+/// mailbox's scheduling right and read by senders; the `restartRequested` bit is set by any
+/// thread and cleared by the right's holder. `extras`, `flags` and the subclass's instance are
+/// touched only by the right's holder (see ``CellExtras`` for the one exception);
+/// `registryNext`/`registryPrevious` only under the system's registry lock. The mailbox's
+/// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
+/// worker to the next with a happens-before edge.
 class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     let mailbox: OpaquePointer
     let system: ActorSystem
     let id: UInt64
     let config: CellConfig?
-    /// 0 running, 1 stopped.
+    /// Bit 0: stopped. Bit 1: restart requested. Any bit set sends senders down the slow path.
     let lifecycle = Atomic<UInt8>(0)
     var flags: UInt8 = 0
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: UInt8
-    var family: CellFamily?
+    var extras: CellExtras?
     var registryNext: AnyCell?
     unowned(unsafe) var registryPrevious: AnyCell?
 
+    static let stoppedBit: UInt8 = 1
+    static let restartRequestedBit: UInt8 = 2
+
     static let startedFlag: UInt8 = 1
     static let stopRequestedFlag: UInt8 = 2
+    static let crashRequestedFlag: UInt8 = 4
+    static let suspendedFlag: UInt8 = 8
+    static let invalidationCheckFlag: UInt8 = 16
     static let unboundedMode: UInt8 = 0
     static let boundedMode: UInt8 = 1
     static let boundedDropOldestMode: UInt8 = 2
@@ -104,10 +141,17 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
 
     var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
-    var isStopped: Bool { lifecycle.load(ordering: .acquiring) != 0 }
+    var isStopped: Bool { lifecycle.load(ordering: .acquiring) & AnyCell.stoppedBit != 0 }
+
+    /// Why the actor stopped; `nil` while it runs. Reliable on the actor itself, and on other
+    /// threads once the cell has left the registry (see ``CellExtras``).
+    var terminationReason: TerminationReason? {
+        isStopped ? (extras?.stopReason ?? .stopped) : nil
+    }
 
     /// Runs one turn: at most `limit` envelopes. Returns whether the caller keeps the
-    /// scheduling right (more is pending) and must run or queue the cell again.
+    /// scheduling right (more is pending) and must run or queue the cell again. Returning
+    /// false while suspended also keeps the right: the restart timer reschedules the cell.
     /// Called only by the holder of the scheduling right.
     func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
         fatalError("subclass")
@@ -122,14 +166,125 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
 
     /// Asks the actor to stop after the messages already in its mailbox.
-    final func requestStop() { sendSystem(.stop) }
+    final func requestStop(_ reason: TerminationReason = .stopped) { sendSystem(.stop(reason)) }
 
-    final var family_: CellFamily {
-        if let family { return family }
-        let created = CellFamily()
-        family = created
+    /// Asks the actor to restart before its next message, keeping its mailbox. Any thread.
+    /// False when it cannot: stopped, or spawned without a factory.
+    final func requestRestart(reason: any Error) -> Bool {
+        guard config?.factory != nil, !isStopped else { return false }
+        system.restartReasons.withLock { $0[id] = reason }
+        lifecycle.bitwiseOr(AnyCell.restartRequestedBit, ordering: .releasing)
+        sendSystem(.wake)
+        return true
+    }
+
+    final var extrasCreatingIfNeeded: CellExtras {
+        if let extras { return extras }
+        let created = CellExtras()
+        extras = created
         return created
     }
+}
+
+/// The lease shared by every ``ActorRef`` of a self-invalidating actor: when the last ref
+/// goes, the lease goes, and the actor is told to check whether it should stop.
+final class InvalidationLease: Sendable {
+    let cell: AnyCell
+    init(cell: AnyCell) { self.cell = cell }
+    deinit {
+        if !cell.isStopped { cell.sendSystem(.referencesReleased) }
+    }
+}
+
+/// Hands out the current lease of a self-invalidating actor. Any thread, under a lock
+/// (creating refs of such actors is not a hot path).
+final class SelfInvalidation: Sendable {
+    private struct Slot: @unchecked Sendable {  // only touched under `current`'s lock
+        weak var lease: InvalidationLease?
+    }
+    private let current = Locked(Slot())
+
+    func lease(for cell: AnyCell) -> InvalidationLease {
+        current.withLock { slot in
+            if let lease = slot.lease { return lease }
+            let lease = InvalidationLease(cell: cell)
+            slot.lease = lease
+            return lease
+        }
+    }
+
+    /// Whether some ref still holds the lease.
+    var isReferenced: Bool { current.withLock { $0.lease != nil } }
+}
+
+/// Resumes an actor suspended by a delayed restart. The actor's turn and the resumption race
+/// (the delay can be zero-ish, and shutdown resumes early), so they meet through `handoff`:
+/// 0 the suspending turn still runs, 1 it ended and left the cell parked, 2 resumed. Whoever
+/// comes second reschedules (the timer) or keeps running (the turn). Exactly one does.
+final class ResumeEntry: TimerEntry, @unchecked Sendable {  // `cell` is immutable; `handoff` is atomic
+    let cell: AnyCell
+    private let handoff = Atomic<UInt8>(0)
+
+    init(cell: AnyCell) { self.cell = cell }
+
+    /// Timer thread: the delay is over.
+    override func fire() {
+        guard cell.system.forgetSuspended(self) else { return }
+        resumeNow()
+    }
+
+    /// Ends the pause; called once, by ``fire()`` or by shutdown (which cuts pauses short).
+    func resumeNow() {
+        if handoff.exchange(2, ordering: .acquiringAndReleasing) == 1 { cell.system.schedule(cell) }
+    }
+
+    /// The suspending turn ends: true when the resumption already came (keep running).
+    func turnEnded() -> Bool {
+        !handoff.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged
+    }
+}
+
+/// A timer of one actor: delivers `message` to it after a delay, once or periodically.
+final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  // immutable but for the atomics; `deadline` belongs to DeadlineTimer
+    let key: AnyHashable
+    let message: Message
+    /// Nanoseconds between ticks; 0 for a single timer.
+    let interval: Int64
+    let cell: AnyCell
+    let cancelled = Atomic<Bool>(false)
+    /// A tick is in the mailbox and not yet handled: further ticks are skipped rather than piled up.
+    let inFlight = Atomic<Bool>(false)
+
+    init(key: AnyHashable, message: Message, interval: Int64, cell: AnyCell) {
+        self.key = key
+        self.message = message
+        self.interval = interval
+        self.cell = cell
+    }
+
+    /// Timer thread, outside the timer's lock.
+    override func fire() {
+        guard !cancelled.load(ordering: .acquiring) else { return }
+        if !inFlight.exchange(true, ordering: .acquiringAndReleasing) {
+            cell.sendSystem(.timerFired(self))
+        }
+        if interval > 0 {
+            // Fixed rate: the next tick is due one interval after this one was, not after now.
+            let now = CTroupe_monotonic_ns()
+            var next = deadline + interval
+            if next <= now { next = now + interval }
+            cell.system.timer.schedule(self, atNanoseconds: next)
+        }
+    }
+
+    /// Actors stop (cancelling their timers) before the timer thread does.
+    override func fireAtShutdown() {}
+}
+
+/// Maps a ``Terminated`` notice to a watcher's message type.
+final class NoticeMapping<Message> {
+    let map: (Terminated) -> Message
+    init(_ map: @escaping (Terminated) -> Message) { self.map = map }
 }
 
 /// A cell that accepts `Message`: the typed send path, independent of the actor's definition.
@@ -153,7 +308,7 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
         if !system.isAccepting {
             return reject(message, .systemShutdown, askToken: askToken)
         }
-        if lifecycle.load(ordering: .relaxed) != 0 {
+        if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit != 0 {
             return reject(message, .recipientStopped, askToken: askToken)
         }
         var outcome = TellOutcome.enqueued
@@ -187,6 +342,13 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
         system.deadLetters.record(reason, recipient: address, message: kept)
         return .deadLettered(reason)
     }
+
+    // Operations of the actor's own context that depend on its message type; ActorCell
+    // implements them. Called only by the holder of the scheduling right.
+    func startTimer(key: AnyHashable, message: Message, delay: Duration, interval: Duration?) { fatalError("subclass") }
+    func cancelTimer(key: AnyHashable) { fatalError("subclass") }
+    func watch(_ target: AnyCell, mapping: NoticeMapping<Message>) { fatalError("subclass") }
+    func unwatch(_ target: AnyCell) { fatalError("subclass") }
 
     /// Dead-letters a popped user envelope. Consumer only.
     final func deadLetter(_ envelope: Envelope, _ reason: DeadLetterReason) {
@@ -229,11 +391,8 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     private var context: ActorContext<Message> { ActorContext(cell: self) }
 
     override func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
-        if _slowPath(flags & AnyCell.startedFlag == 0) {
-            flags |= AnyCell.startedFlag
-            withInstance { $0.started(context: context) }
-            system.hooks.actorStarted(address)
-            if flags & AnyCell.stopRequestedFlag != 0 { stopNow() }
+        if _slowPath(flags & (AnyCell.startedFlag | AnyCell.suspendedFlag) != AnyCell.startedFlag) {
+            if !beginTurnSlowly() { return suspensionTurnEnded() }
         }
         var handled = 0
         while handled < limit {
@@ -241,10 +400,50 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             if count == 0 { break }
             for index in 0..<count {
                 handle(Envelope(raw: buffer[index].unsafelyUnwrapped))
+                if _slowPath(flags & AnyCell.suspendedFlag != 0) {
+                    // A delayed restart began: keep the rest of the batch for the fresh instance.
+                    for rest in (index + 1)..<count { extras!.held.append(buffer[rest].unsafelyUnwrapped) }
+                    return suspensionTurnEnded()
+                }
             }
             handled += count
         }
+        if _slowPath(flags & AnyCell.invalidationCheckFlag != 0) { checkSelfInvalidation() }
         return CTroupe_mailbox_finish_turn(mailbox)
+    }
+
+    /// First turn (runs `started`) or the turn that ends a suspension. Returns false when the
+    /// actor is (again) suspended.
+    private func beginTurnSlowly() -> Bool {
+        if flags & AnyCell.startedFlag == 0 {
+            flags |= AnyCell.startedFlag
+            withInstance { $0.started(context: context) }
+            system.hooks.actorStarted(address)
+            if flags & AnyCell.stopRequestedFlag != 0 { stopNow(.stopped) }
+            return true
+        }
+        // Resuming after a delayed restart's pause.
+        flags &= ~AnyCell.suspendedFlag
+        let extras = extras!
+        guard let suspension = extras.suspension else { return true }
+        extras.suspension = nil
+        // A restart requested meanwhile is covered by this one.
+        if lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue & AnyCell.restartRequestedBit != 0 {
+            _ = system.restartReasons.withLock { $0.removeValue(forKey: id) }
+        }
+        if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit == 0 {
+            replaceInstance(reason: suspension.reason)
+            retryFailingMessage()
+        }
+        while !extras.held.isEmpty && flags & AnyCell.suspendedFlag == 0 {
+            handle(Envelope(raw: extras.held.removeFirst()))
+        }
+        return flags & AnyCell.suspendedFlag == 0
+    }
+
+    /// The turn of a suspended actor ends; see ``ResumeEntry``.
+    private func suspensionTurnEnded() -> Bool {
+        extras!.suspension!.resume.turnEnded()
     }
 
     @inline(__always)
@@ -254,8 +453,11 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             return
         }
         if _slowPath(lifecycle.load(ordering: .relaxed) != 0) {
-            deadLetter(envelope, .recipientStopped)
-            return
+            if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit != 0 {
+                deadLetter(envelope, .recipientStopped)
+                return
+            }
+            restartAsRequested()
         }
         if _slowPath(mailboxMode == AnyCell.boundedDropOldestMode), let config,
            config.droppedOldestDebt.load(ordering: .relaxed) > 0 {
@@ -264,67 +466,216 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             return
         }
         let token = envelope.askToken
-        let message = envelope.take(as: Message.self)
+        deliver(envelope.take(as: Message.self), token: token)
+    }
+
+    /// Runs the handler on one user message (from the mailbox, a timer, a notice or a retry).
+    @inline(__always)
+    private func deliver(_ message: Message, token: UnsafeMutableRawPointer?, isRetry: Bool = false) {
         do {
             try withInstance { try $0.receive(message, context: context) }
         } catch {
-            // An asker learns the handler's error, not just that its Reply was dropped.
-            if let token { Unmanaged<AskStateBase>.fromOpaque(token).takeUnretainedValue().failHandler(error) }
-            handleFailure(error)
+            failed(error, message: message, token: token, isRetry: isRetry)
+            if _slowPath(flags & AnyCell.stopRequestedFlag != 0) { stopNow(.stopped) }
+            return
+        }
+        if _slowPath(flags & (AnyCell.stopRequestedFlag | AnyCell.crashRequestedFlag) != 0) {
+            if flags & AnyCell.crashRequestedFlag != 0 {
+                flags &= ~AnyCell.crashRequestedFlag
+                let error = extras?.pendingCrash ?? RestartRequested()
+                extras?.pendingCrash = nil
+                failed(error, message: message, token: token, isRetry: isRetry)
+                if flags & AnyCell.stopRequestedFlag != 0 { stopNow(.stopped) }
+                return
+            }
+            stopNow(.stopped)
         }
         // Handled: the envelope's retain of the ask state ends here.
         if let token { Unmanaged<AskStateBase>.fromOpaque(token).release() }
-        if _slowPath(flags & AnyCell.stopRequestedFlag != 0) { stopNow() }
     }
 
     private func handleSystem(_ message: SystemMessage) {
         switch message {
-        case .stop:
-            if lifecycle.load(ordering: .relaxed) == 0 { stopNow() }
+        case .stop(let reason):
+            if !isStopped { stopNow(reason) }
         case .childStopped(let child):
-            family?.children[ObjectIdentifier(child)] = nil
+            extras?.children[ObjectIdentifier(child)] = nil
+        case .wake:
+            if lifecycle.load(ordering: .relaxed) == AnyCell.restartRequestedBit { restartAsRequested() }
+        case .watchedTerminated(let notice, let targetID):
+            guard !isStopped, let watch = extras?.watching.removeValue(forKey: targetID) else { return }
+            deliver(unsafeDowncast(watch.mapping, to: NoticeMapping<Message>.self).map(notice), token: nil)
+        case .timerFired(let entry):
+            let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
+            timer.inFlight.store(false, ordering: .releasing)
+            guard !isStopped, let extras, extras.timers[timer.key] === timer else { return }
+            if timer.interval == 0 { extras.timers[timer.key] = nil }
+            deliver(timer.message, token: nil)
+        case .referencesReleased:
+            flags |= AnyCell.invalidationCheckFlag
         }
     }
 
-    private func handleFailure(_ error: any Error) {
-        let family = family_
-        family.failureCount += 1
-        let failure = ActorFailure(actor: address, error: error, failureCount: family.failureCount)
+    // MARK: Failure and restart
+
+    private func failed(_ error: any Error, message: Message, token: UnsafeMutableRawPointer?, isRetry: Bool) {
+        let extras = extrasCreatingIfNeeded
+        extras.failureCount += 1
+        let failure = ActorFailure(actor: address, error: error, failureCount: extras.failureCount, wasRetry: isRetry)
         let decider = config?.failureDecider ?? system.configuration.failureDecider
-        let directive = decider(failure)
+        var directive = decider(failure)
+        if directive.action == .restart && factory == nil {
+            system.logger.error("\(failure); restart requested but the actor was spawned without a factory (use spawn(options:factory:)); stopping")
+            directive = .stop
+        }
         system.hooks.actorFailed(failure, directive)
-        switch directive {
+        if directive.failingMessage == .retryOnce && !isRetry {
+            extras.retry = (message, token)
+        } else {
+            // An asker learns the handler's error, not just that its Reply was dropped.
+            if let token {
+                let state = Unmanaged<AskStateBase>.fromOpaque(token)
+                state.takeUnretainedValue().failHandler(error)
+                state.release()
+            }
+            system.deadLetters.record(.handlerFailed("\(error)"), recipient: address, message: message)
+        }
+        switch directive.action {
         case .resume:
             system.logger.warning("\(failure); resuming")
+        case .stop:
+            system.logger.error("\(failure); stopping the actor")
+            stopNow(.failed(error))
         case .restart:
-            guard let factory else {
-                system.logger.error("\(failure); restart requested but the actor was spawned without a factory; stopping")
-                stopNow()
+            if directive.restartDelay > .zero, let resume = system.suspend(self, for: directive.restartDelay) {
+                system.logger.warning("\(failure); restarting in \(directive.restartDelay)")
+                extras.suspension = (error, resume)
+                flags |= AnyCell.suspendedFlag
                 return
             }
             system.logger.warning("\(failure); restarting")
-            let fresh = factory()
-            if MemoryLayout<Definition>.size != 0 { instance = fresh }
-            withInstance { $0.started(context: context) }
-        case .stop:
-            system.logger.error("\(failure); stopping the actor")
-            stopNow()
+            replaceInstance(reason: error)
+            retryFailingMessage()
         }
     }
 
-    /// Stops the actor now: runs `stopped`, stops children, tells the parent, leaves the
-    /// registry. Later envelopes are dead-lettered by the turns that pop them.
-    private func stopNow() {
+    /// The restart another thread asked for (``AnyCell/requestRestart(reason:)``).
+    private func restartAsRequested() {
+        let before = lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue
+        guard before & AnyCell.restartRequestedBit != 0 else { return }
+        let requested: (any Error)? = system.restartReasons.withLock { $0.removeValue(forKey: id) }
+        let reason: any Error = requested ?? RestartRequested()
+        guard factory != nil else { return }
+        replaceInstance(reason: reason)
+    }
+
+    /// Replaces the instance with a fresh one from the factory; the mailbox is untouched.
+    private func replaceInstance(reason: any Error) {
+        guard let factory else { return }
+        withInstance { $0.willRestart(reason: reason, context: context) }
+        cancelTimers()
+        let fresh = factory()
+        if MemoryLayout<Definition>.size != 0 { instance = fresh }
+        withInstance { $0.didRestart(reason: reason, context: context) }
+        system.hooks.actorRestarted(address, reason)
+        if flags & AnyCell.stopRequestedFlag != 0 { stopNow(.stopped) }
+    }
+
+    private func retryFailingMessage() {
+        guard let retry = extras?.retry else { return }
+        extras?.retry = nil
+        if isStopped {
+            if let token = retry.token {
+                Unmanaged<AskStateBase>.fromOpaque(token).takeRetainedValue().failDelivery(.recipientStopped)
+            }
+            system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
+            return
+        }
+        deliver(retry.message as! Message, token: retry.token, isRetry: true)
+    }
+
+    // MARK: Timers, watches, self-invalidation (called from ActorContext, on the actor)
+
+    override func startTimer(key: AnyHashable, message: Message, delay: Duration, interval: Duration?) {
+        cancelTimer(key: key)
+        let intervalNanoseconds = interval.map { max(1_000, $0.nanoseconds) } ?? 0
+        let timer = ActorTimer(key: key, message: message, interval: intervalNanoseconds, cell: self)
+        extrasCreatingIfNeeded.timers[key] = timer
+        system.timer.schedule(timer, after: delay)
+    }
+
+    override func cancelTimer(key: AnyHashable) {
+        guard let entry = extras?.timers.removeValue(forKey: key) else { return }
+        let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
+        timer.cancelled.store(true, ordering: .releasing)
+        system.timer.cancel(timer)
+    }
+
+    private func cancelTimers() {
+        guard let extras, !extras.timers.isEmpty else { return }
+        for key in Array(extras.timers.keys) { cancelTimer(key: key) }
+    }
+
+    override func watch(_ target: AnyCell, mapping: NoticeMapping<Message>) {
+        guard target !== self else { return }
+        let extras = extrasCreatingIfNeeded
+        let known = extras.watching[target.id] != nil
+        extras.watching[target.id] = (target, mapping)
+        if !known { system.addWatcher(.actor(self), to: target) }
+    }
+
+    override func unwatch(_ target: AnyCell) {
+        guard extras?.watching.removeValue(forKey: target.id) != nil else { return }
+        system.removeWatcher(self, from: target)
+    }
+
+    /// At the end of a turn after a lease was released: stop when no ref and no message remain.
+    private func checkSelfInvalidation() {
+        guard let invalidation = config?.selfInvalidation, !invalidation.isReferenced else {
+            flags &= ~AnyCell.invalidationCheckFlag
+            return
+        }
+        // A non-empty mailbox brings another turn, which checks again.
+        guard CTroupe_mailbox_is_empty(mailbox), !isStopped else { return }
+        flags &= ~AnyCell.invalidationCheckFlag
+        stopNow(.selfInvalidated)
+    }
+
+    /// Stops the actor now: cancels its timers, runs `stopped`, stops children, tells the
+    /// parent and the watchers, leaves the registry. Later envelopes are dead-lettered by the
+    /// turns that pop them.
+    private func stopNow(_ reason: TerminationReason) {
         flags &= ~AnyCell.stopRequestedFlag
-        lifecycle.store(1, ordering: .releasing)
+        if case .stopped = reason {} else { extrasCreatingIfNeeded.stopReason = reason }
+        lifecycle.bitwiseOr(AnyCell.stoppedBit, ordering: .releasing)
+        cancelTimers()
         withInstance { $0.stopped(context: context) }
-        if let family {
-            for child in family.children.values { child.requestStop() }
-            family.children.removeAll()
-            family.parent?.sendSystem(.childStopped(self))
+        if let extras {
+            for child in extras.children.values { child.requestStop(.parentStopped) }
+            extras.children.removeAll()
+            extras.parent?.sendSystem(.childStopped(self))
+            for (_, watch) in extras.watching { system.removeWatcher(self, from: watch.target) }
+            extras.watching.removeAll()
+            if let retry = extras.retry {
+                extras.retry = nil
+                if let token = retry.token {
+                    Unmanaged<AskStateBase>.fromOpaque(token).takeRetainedValue().failDelivery(.recipientStopped)
+                }
+                system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
+            }
         }
         system.hooks.actorStopped(address)
-        system.unregister(self)
+        system.unregister(self, reason: reason)
         config?.dedicated?.requestExit()
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return product &+ attoseconds / 1_000_000_000
     }
 }

@@ -32,6 +32,65 @@ public struct ActorContext<Message: Sendable> {
     /// messages still in the mailbox are dead-lettered.
     public func stop() { cell.flags |= AnyCell.stopRequestedFlag }
 
+    /// Fails this actor with `error` once the current handler returns, exactly as if the
+    /// handler had thrown it (ActorKit's `crashWithError:`): the failure decider or supervisor
+    /// decides between resume, restart and stop. For errors found where throwing is awkward.
+    public func crash(_ error: any Error) {
+        cell.extrasCreatingIfNeeded.pendingCrash = error
+        cell.flags |= AnyCell.crashRequestedFlag
+    }
+
+    /// Why the actor stopped: set in the `stopped` hook, `nil` while it runs.
+    public var terminationReason: TerminationReason? { cell.terminationReason }
+
+    // MARK: Death watch
+
+    /// Watches `target`: when it stops, for any reason, this actor receives `notice(terminated)`
+    /// as a message, exactly once, also when the target had already stopped. Watching again
+    /// replaces the mapping; ``unwatch(_:)`` cancels, and no notice arrives after it. Watches
+    /// end when this actor stops and are kept across its restarts.
+    public func watch<Target: Sendable>(_ target: ActorRef<Target>, notice: @escaping (Terminated) -> Message) {
+        cell.watch(target.cell, mapping: NoticeMapping(notice))
+    }
+
+    /// Stops watching `target`; a notice already on its way is discarded.
+    public func unwatch<Target: Sendable>(_ target: ActorRef<Target>) {
+        cell.unwatch(target.cell)
+    }
+
+    // MARK: Timers
+
+    /// Sends `message` to this actor once, after `delay`, under `key`. A timer with the same
+    /// key is replaced (its pending tick discarded). Timers are cancelled when the actor stops
+    /// or restarts. All timers of a system share one timing thread (a heap of deadlines).
+    public func startSingleTimer(key: some Hashable & Sendable, message: Message, after delay: Duration) {
+        cell.startTimer(key: AnyHashable(key), message: message, delay: delay, interval: nil)
+    }
+
+    /// Sends `message` to this actor every `interval` (first after `initialDelay`, default one
+    /// interval), under `key`, at a fixed rate. While one tick waits in the mailbox further
+    /// ticks are skipped, so a busy actor never accumulates a backlog of them. A timer with the
+    /// same key is replaced.
+    public func startPeriodicTimer(key: some Hashable & Sendable, message: Message, every interval: Duration,
+                                   initialDelay: Duration? = nil) {
+        cell.startTimer(key: AnyHashable(key), message: message, delay: initialDelay ?? interval, interval: interval)
+    }
+
+    /// Cancels the timer under `key`; a tick already in the mailbox is discarded. Unknown keys
+    /// are ignored.
+    public func cancelTimer(key: some Hashable & Sendable) {
+        cell.cancelTimer(key: AnyHashable(key))
+    }
+
+    /// Whether a timer under `key` is active (a single timer stops being active once its
+    /// message was handled).
+    public func isTimerActive(key: some Hashable & Sendable) -> Bool {
+        cell.extras?.timers[AnyHashable(key)] != nil
+    }
+
+    /// Number of this actor's active timers.
+    public var activeTimerCount: Int { cell.extras?.timers.count ?? 0 }
+
     /// Spawns a child: it stops when this actor stops.
     @discardableResult
     public func spawn<Child: ActorDefinition>(_ definition: sending Child, options: SpawnOptions = .default) -> ActorRef<Child.Message> {
@@ -70,5 +129,13 @@ public struct ActorContext<Message: Sendable> {
     ) {
         let me = ref
         target.ask(timeout: timeout, request) { result in me.tell(message(result)) }
+    }
+}
+
+extension ActorContext where Message == AnyMessage {
+    /// Watches `target`; the ``Terminated`` notice arrives as a message, for a handler
+    /// registered for `Terminated`.
+    public func watch<Target: Sendable>(_ target: ActorRef<Target>) {
+        watch(target) { AnyMessage($0) }
     }
 }

@@ -26,14 +26,27 @@ public protocol ActorDefinition {
     /// on this instance. Throwing is a failure of the actor (see ``FailureDirective``).
     mutating func receive(_ message: Message, context: ActorContext<Message>) throws
 
-    /// Runs on the actor before its first message (and on a fresh instance after a restart).
+    /// Runs on the actor before its first message (and, through the default
+    /// ``didRestart(reason:context:)``, on a fresh instance after a restart).
     mutating func started(context: ActorContext<Message>)
 
-    /// Runs on the actor after its last message, when it stops for any reason.
+    /// Runs on the actor after its last message, when it stops for any reason
+    /// (``ActorContext/terminationReason`` says which). Not called on restarts.
     mutating func stopped(context: ActorContext<Message>)
+
+    /// Runs on the failing instance just before it is replaced by a restart: release what the
+    /// fresh instance will acquire again. Its timers are cancelled afterwards; its children,
+    /// watches and mailbox are kept. Default: nothing.
+    mutating func willRestart(reason: any Error, context: ActorContext<Message>)
+
+    /// Runs on the fresh instance after a restart, before the next pending message.
+    /// Default: calls ``started(context:)``.
+    mutating func didRestart(reason: any Error, context: ActorContext<Message>)
 }
 
 extension ActorDefinition {
     public mutating func started(context: ActorContext<Message>) {}
     public mutating func stopped(context: ActorContext<Message>) {}
+    public mutating func willRestart(reason: any Error, context: ActorContext<Message>) {}
+    public mutating func didRestart(reason: any Error, context: ActorContext<Message>) { started(context: context) }
 }

@@ -8,8 +8,13 @@ internal import CTroupe
 /// actor identity. The only way to reach an actor.
 public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConvertible {
     let cell: MailboxCell<Message>
+    /// For ``SpawnOptions/selfInvalidating`` actors: the lease all refs share; `nil` otherwise.
+    private let lease: InvalidationLease?
 
-    init(cell: MailboxCell<Message>) { self.cell = cell }
+    init(cell: MailboxCell<Message>) {
+        self.cell = cell
+        lease = cell.config?.selfInvalidation?.lease(for: cell)
+    }
 
     /// Sends `message` without waiting. Any thread, wait-free in steady state (no lock, no
     /// allocation: envelopes are recycled). Messages from one sender arrive in send order.
@@ -75,11 +80,38 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
     /// dead letters. Stopping twice is harmless.
     public func stop() { cell.requestStop() }
 
+    /// Calls `callback` exactly once with the ``Terminated`` notice when the actor stops, on
+    /// the thread that stops it (or at once, on the caller's thread, when it already has).
+    /// Keep it short. Actors watch with ``ActorContext/watch(_:notice:)`` instead.
+    public func whenTerminated(_ callback: @escaping @Sendable (Terminated) -> Void) {
+        cell.system.addWatcher(.callback(callback), to: cell)
+    }
+
+    /// Waits until the actor has stopped and returns why.
+    public func terminated() async -> Terminated {
+        await withUnsafeContinuation { continuation in
+            whenTerminated { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Restarts the actor before its next message: its instance is replaced by a fresh one
+    /// from its spawn factory (`willRestart` on the old, `didRestart` on the new instance) and
+    /// the pending mailbox is kept, including messages already queued. Supervisors use it to
+    /// restart siblings and linked actors. Any thread. Returns false when the actor cannot
+    /// restart: it has stopped, or it was spawned from an instance rather than a factory.
+    @discardableResult
+    public func requestRestart(reason: any Error = RestartRequested()) -> Bool {
+        cell.requestRestart(reason: reason)
+    }
+
     /// The actor's identity.
     public var address: ActorAddress { cell.address }
 
     /// Whether the actor has stopped.
     public var isStopped: Bool { cell.isStopped }
+
+    /// Whether the actor can be restarted (it was spawned from a factory).
+    public var isRestartable: Bool { cell.config?.factory != nil }
 
     /// Messages waiting in the mailbox (approximate while senders are active), or `nil` when
     /// the actor was spawned without ``SpawnOptions/tracksMailboxDepth`` and an unbounded mailbox.

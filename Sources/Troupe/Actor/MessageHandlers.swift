@@ -63,11 +63,17 @@ public protocol HandlerActor: SendableMetatype {
     mutating func setup(_ on: inout MessageHandlers<Self>)
     mutating func started(context: ActorContext<AnyMessage>)
     mutating func stopped(context: ActorContext<AnyMessage>)
+    /// See ``ActorDefinition/willRestart(reason:context:)``.
+    mutating func willRestart(reason: any Error, context: ActorContext<AnyMessage>)
+    /// See ``ActorDefinition/didRestart(reason:context:)``; the handlers are set up again first.
+    mutating func didRestart(reason: any Error, context: ActorContext<AnyMessage>)
 }
 
 extension HandlerActor {
     public mutating func started(context: ActorContext<AnyMessage>) {}
     public mutating func stopped(context: ActorContext<AnyMessage>) {}
+    public mutating func willRestart(reason: any Error, context: ActorContext<AnyMessage>) {}
+    public mutating func didRestart(reason: any Error, context: ActorContext<AnyMessage>) { started(context: context) }
 }
 
 /// The handler table of a ``HandlerActor``.
@@ -147,6 +153,16 @@ struct HandlerHost<Actor: HandlerActor>: ActorDefinition {
 
     mutating func stopped(context: ActorContext<AnyMessage>) { actor.stopped(context: context) }
 
+    mutating func willRestart(reason: any Error, context: ActorContext<AnyMessage>) {
+        actor.willRestart(reason: reason, context: context)
+    }
+
+    mutating func didRestart(reason: any Error, context: ActorContext<AnyMessage>) {
+        handlers = MessageHandlers()
+        actor.setup(&handlers)
+        actor.didRestart(reason: reason, context: context)
+    }
+
     mutating func receive(_ message: AnyMessage, context: ActorContext<AnyMessage>) throws {
         let payloadType = type(of: message.payload)
         guard let handler = handlers.table[ObjectIdentifier(payloadType)] else {
@@ -155,12 +171,8 @@ struct HandlerHost<Actor: HandlerActor>: ActorDefinition {
             context.system.deadLetters.record(reason, recipient: context.address, message: message.payload)
             return
         }
-        do {
-            try handler(&actor, message.payload, message.reply, context)
-        } catch {
-            message.reply?.fail(.failed(error))
-            throw error
-        }
+        // A failure reaches the asker through the cell (which may retry the message first).
+        try handler(&actor, message.payload, message.reply, context)
     }
 }
 

@@ -290,6 +290,12 @@ struct LoadReportingMember<Definition: ActorDefinition & SendableMetatype>: Acto
 
     mutating func started(context: ActorContext<Message>) { definition.started(context: context) }
     mutating func stopped(context: ActorContext<Message>) { definition.stopped(context: context) }
+    mutating func willRestart(reason: any Error, context: ActorContext<Message>) {
+        definition.willRestart(reason: reason, context: context)
+    }
+    mutating func didRestart(reason: any Error, context: ActorContext<Message>) {
+        definition.didRestart(reason: reason, context: context)
+    }
 }
 
 /// Collects the answers of ``ActorPool/askAll(timeout:_:)``: `complete` from any thread (the

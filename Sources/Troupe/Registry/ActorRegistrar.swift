@@ -296,6 +296,7 @@ public final class PluginHooks {
     private var started: [@Sendable (ActorAddress) -> Void] = []
     private var stopped: [@Sendable (ActorAddress) -> Void] = []
     private var failed: [@Sendable (ActorFailure, FailureDirective) -> Void] = []
+    private var restarted: [@Sendable (ActorAddress, any Error) -> Void] = []
     private var deadLetters: [@Sendable (DeadLetter) -> Void] = []
 
     init() {}
@@ -306,6 +307,8 @@ public final class PluginHooks {
     public func onActorStopped(_ observer: @escaping @Sendable (ActorAddress) -> Void) { stopped.append(observer) }
     /// See ``SystemHooks/onActorFailed(_:)``.
     public func onActorFailed(_ observer: @escaping @Sendable (ActorFailure, FailureDirective) -> Void) { failed.append(observer) }
+    /// See ``SystemHooks/onActorRestarted(_:)``.
+    public func onActorRestarted(_ observer: @escaping @Sendable (ActorAddress, any Error) -> Void) { restarted.append(observer) }
     /// See ``SystemHooks/onDeadLetter(_:)``.
     public func onDeadLetter(_ observer: @escaping @Sendable (DeadLetter) -> Void) { deadLetters.append(observer) }
 
@@ -313,6 +316,7 @@ public final class PluginHooks {
         for observer in started { hooks.onActorStarted(observer) }
         for observer in stopped { hooks.onActorStopped(observer) }
         for observer in failed { hooks.onActorFailed(observer) }
+        for observer in restarted { hooks.onActorRestarted(observer) }
         for observer in deadLetters { hooks.onDeadLetter(observer) }
     }
 }

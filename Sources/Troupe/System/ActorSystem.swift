@@ -68,6 +68,10 @@ public final class ActorSystem: Sendable {
     private let schedulerHandle: Unmanaged<Scheduler>
     let timer: DeadlineTimer
     private let registry = Locked(Registry())
+    /// Reasons of restarts requested from other threads, by actor id, until the actor acts.
+    let restartReasons = Locked<[UInt64: any Error]>([:])
+    /// Actors paused by a delayed restart, so that shutdown can cut the pause short.
+    private let suspended = Locked<(accepting: Bool, entries: [ObjectIdentifier: ResumeEntry])>((true, [:]))
     private let actorIDs = Atomic<UInt64>(0)
     /// 0 running, 1 shutting down (no new messages), 2 terminated.
     private let phase = Atomic<Int>(0)
@@ -122,12 +126,13 @@ public final class ActorSystem: Sendable {
         }
         let cell = ActorCell(system: self, instance: definition, config: config)
         if let parent {
-            cell.family_.parent = parent
-            parent.family_.children[ObjectIdentifier(cell)] = cell
+            cell.extrasCreatingIfNeeded.parent = parent
+            parent.extrasCreatingIfNeeded.children[ObjectIdentifier(cell)] = cell
         }
         guard register(cell) else {
             // Shutting down: the actor never runs; everything sent to it is dead-lettered.
-            cell.lifecycle.store(1, ordering: .releasing)
+            cell.extrasCreatingIfNeeded.stopReason = .systemShutdown
+            cell.lifecycle.store(AnyCell.stoppedBit, ordering: .releasing)
             cell.flags |= AnyCell.startedFlag
             if let dedicated = config?.dedicated { scheduler.retireDedicated(dedicated) }
             logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
@@ -147,11 +152,24 @@ public final class ActorSystem: Sendable {
 
     func nextActorID() -> UInt64 { actorIDs.add(1, ordering: .relaxed).newValue }
 
-    // MARK: Registry
+    // MARK: Registry and death watch
+
+    /// Who waits for an actor's termination.
+    enum Watcher {
+        /// An actor: it gets a `.watchedTerminated` system message, mapped to its own message type.
+        case actor(AnyCell)
+        /// A callback (``ActorRef/whenTerminated(_:)``), called on the thread that stops the actor.
+        case callback(@Sendable (Terminated) -> Void)
+    }
 
     private struct Registry {
         var head: AnyCell?
         var count = 0
+        /// Watchers by target cell. An entry is removed, and its watchers told, exactly once:
+        /// when the target leaves the registry (under the same lock).
+        var watchers: [ObjectIdentifier: [Watcher]] = [:]
+
+        func contains(_ cell: AnyCell) -> Bool { cell.registryPrevious != nil || head === cell }
     }
 
     private func register(_ cell: AnyCell) -> Bool {
@@ -165,17 +183,86 @@ public final class ActorSystem: Sendable {
         }
     }
 
-    /// Called by a cell's own turn when it stops.
-    func unregister(_ cell: AnyCell) {
-        let remaining = registry.withLock { registry in
+    /// Called by a cell's own turn when it stops: leaves the registry and tells its watchers.
+    func unregister(_ cell: AnyCell, reason: TerminationReason) {
+        let (remaining, watchers) = registry.withLock { registry in
             if let previous = cell.registryPrevious { previous.registryNext = cell.registryNext } else { registry.head = cell.registryNext }
             cell.registryNext?.registryPrevious = cell.registryPrevious
             cell.registryNext = nil
             cell.registryPrevious = nil
             registry.count -= 1
-            return registry.count
+            let watchers = registry.watchers.isEmpty ? nil : registry.watchers.removeValue(forKey: ObjectIdentifier(cell))
+            return (registry.count, watchers)
+        }
+        if let watchers {
+            let notice = Terminated(actor: cell.address, reason: reason)
+            for watcher in watchers { Self.tell(watcher, notice, about: cell) }
         }
         if remaining == 0 { everyoneStopped.notify(all: true) }
+    }
+
+    /// Registers `watcher` for `target`'s termination; tells it at once (exactly once) when
+    /// the target has already terminated. Any thread.
+    func addWatcher(_ watcher: Watcher, to target: AnyCell) {
+        let terminated: Terminated? = registry.withLock { registry in
+            guard registry.contains(target) else {
+                return Terminated(actor: target.address, reason: target.terminationReason ?? .stopped)
+            }
+            registry.watchers[ObjectIdentifier(target), default: []].append(watcher)
+            return nil
+        }
+        if let terminated { Self.tell(watcher, terminated, about: target) }
+    }
+
+    /// Forgets every watch `watcher` (an actor) holds on `target`. Any thread.
+    func removeWatcher(_ watcher: AnyCell, from target: AnyCell) {
+        registry.withLock { registry in
+            let key = ObjectIdentifier(target)
+            guard var list = registry.watchers[key] else { return }
+            list.removeAll { if case .actor(let cell) = $0 { cell === watcher } else { false } }
+            registry.watchers[key] = list.isEmpty ? nil : list
+        }
+    }
+
+    private static func tell(_ watcher: Watcher, _ notice: Terminated, about target: AnyCell) {
+        switch watcher {
+        case .actor(let cell): cell.sendSystem(.watchedTerminated(notice, target.id))
+        case .callback(let callback): callback(notice)
+        }
+    }
+
+    // MARK: Delayed restarts
+
+    /// Pauses `cell` for `delay` (a delayed restart). Returns the entry that resumes it, or
+    /// nil during shutdown (restart at once instead). Called on the cell's own turn.
+    func suspend(_ cell: AnyCell, for delay: Duration) -> ResumeEntry? {
+        let entry = ResumeEntry(cell: cell)
+        let accepted = suspended.withLock { state in
+            guard state.accepting else { return false }
+            state.entries[ObjectIdentifier(entry)] = entry
+            return true
+        }
+        guard accepted else { return nil }
+        timer.schedule(entry, after: delay)
+        return entry
+    }
+
+    /// Whether `entry` was still pending (the first caller resumes it).
+    func forgetSuspended(_ entry: ResumeEntry) -> Bool {
+        suspended.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(entry)) != nil }
+    }
+
+    /// Shutdown: resume every paused actor now, and pause none from now on.
+    private func resumeSuspendedEarly() {
+        let entries = suspended.withLock { state in
+            state.accepting = false
+            defer { state.entries.removeAll() }
+            return Array(state.entries.values)
+        }
+        for entry in entries {
+            timer.cancel(entry)
+            entry.resumeNow()
+        }
     }
 
     // MARK: Shutdown
@@ -210,7 +297,8 @@ public final class ActorSystem: Sendable {
             while let cell = cursor { cells.append(cell); cursor = cell.registryNext }
             return cells
         }
-        for cell in live { cell.requestStop() }
+        for cell in live { cell.requestStop(.systemShutdown) }
+        resumeSuspendedEarly()
         waitForActorsToStop(timeoutNanoseconds: -1)
         scheduler.stopAndJoin()
         timer.stop()

@@ -10,6 +10,8 @@ public enum DeadLetterReason: Sendable, Hashable, CustomStringConvertible {
     case mailboxFull(MailboxOverflowPolicy)
     /// The system was shutting down.
     case systemShutdown
+    /// The recipient's handler failed on it (threw or crashed); the error's description.
+    case handlerFailed(String)
 
     /// The reason without its details, for counting.
     public var kind: Kind {
@@ -18,12 +20,13 @@ public enum DeadLetterReason: Sendable, Hashable, CustomStringConvertible {
         case .unhandledMessageType: .unhandledMessageType
         case .mailboxFull: .mailboxFull
         case .systemShutdown: .systemShutdown
+        case .handlerFailed: .handlerFailed
         }
     }
 
     /// Reasons without details, for counters.
     public enum Kind: Int, Sendable, CaseIterable {
-        case recipientStopped, unhandledMessageType, mailboxFull, systemShutdown
+        case recipientStopped, unhandledMessageType, mailboxFull, systemShutdown, handlerFailed
     }
 
     public var description: String {
@@ -32,6 +35,7 @@ public enum DeadLetterReason: Sendable, Hashable, CustomStringConvertible {
         case .unhandledMessageType(let type): "no handler for message type \(type)"
         case .mailboxFull(let policy): "mailbox full (\(policy))"
         case .systemShutdown: "system shutting down"
+        case .handlerFailed(let error): "handler failed: \(error)"
         }
     }
 }
@@ -56,6 +60,7 @@ public final class DeadLetterOffice: Sendable {
     private let unhandled = Atomic<Int>(0)
     private let overflow = Atomic<Int>(0)
     private let shutdown = Atomic<Int>(0)
+    private let failed = Atomic<Int>(0)
     private let observers = Locked<[@Sendable (DeadLetter) -> Void]>([])
     private let hasObservers = Atomic<Bool>(false)
 
@@ -71,6 +76,7 @@ public final class DeadLetterOffice: Sendable {
         case .unhandledMessageType: unhandled.load(ordering: .relaxed)
         case .mailboxFull: overflow.load(ordering: .relaxed)
         case .systemShutdown: shutdown.load(ordering: .relaxed)
+        case .handlerFailed: failed.load(ordering: .relaxed)
         }
     }
 
@@ -80,6 +86,7 @@ public final class DeadLetterOffice: Sendable {
         case .unhandledMessageType: unhandled.add(1, ordering: .relaxed)
         case .mailboxFull: overflow.add(1, ordering: .relaxed)
         case .systemShutdown: shutdown.add(1, ordering: .relaxed)
+        case .handlerFailed: failed.add(1, ordering: .relaxed)
         }
     }
 

@@ -9,6 +9,7 @@ public final class SystemHooks: Sendable {
     private let started = Locked<[@Sendable (ActorAddress) -> Void]>([])
     private let stopped = Locked<[@Sendable (ActorAddress) -> Void]>([])
     private let failed = Locked<[@Sendable (ActorFailure, FailureDirective) -> Void]>([])
+    private let restarted = Locked<[@Sendable (ActorAddress, any Error) -> Void]>([])
     private let any = Atomic<Bool>(false)
     /// Separate from `any`, so that watching stops or failures does not make every spawn pay.
     private let anyStarted = Atomic<Bool>(false)
@@ -41,6 +42,13 @@ public final class SystemHooks: Sendable {
         any.store(true, ordering: .releasing)
     }
 
+    /// Called on the actor's worker thread after it was restarted (its fresh instance's
+    /// `didRestart` ran), with the reason: the failure, or the reason of a requested restart.
+    public func onActorRestarted(_ observer: @escaping @Sendable (ActorAddress, any Error) -> Void) {
+        restarted.withLock { $0.append(observer) }
+        any.store(true, ordering: .releasing)
+    }
+
     /// Called for every later dead letter, on the thread that dead-letters it (a worker or a
     /// sender). The same stream as ``DeadLetterOffice/observe(_:)``; offered here so that a
     /// plugin finds every runtime event in one place.
@@ -59,6 +67,11 @@ public final class SystemHooks: Sendable {
     func actorStopped(_ address: ActorAddress) {
         guard any.load(ordering: .acquiring) else { return }
         for observer in stopped.withLock({ $0 }) { observer(address) }
+    }
+
+    func actorRestarted(_ address: ActorAddress, _ reason: any Error) {
+        guard any.load(ordering: .acquiring) else { return }
+        for observer in restarted.withLock({ $0 }) { observer(address, reason) }
     }
 
     func actorFailed(_ failure: ActorFailure, _ directive: FailureDirective) {

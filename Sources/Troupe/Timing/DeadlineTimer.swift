@@ -100,9 +100,14 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
 
     /// Fires `entry` once `delay` has passed, unless cancelled first. Any thread.
     func schedule(_ entry: TimerEntry, after delay: Duration) {
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        let deadline = CTroupe_monotonic_ns() + max(0, nanoseconds)
+        let nanoseconds = delay.nanoseconds
+        let now = CTroupe_monotonic_ns()
+        schedule(entry, atNanoseconds: nanoseconds > Int64.max - now ? Int64.max - 1 : now + max(0, nanoseconds))
+    }
+
+    /// Fires `entry` at `deadline` (``CTroupe_monotonic_ns`` time). Any thread, including the
+    /// timer thread inside `fire` (periodic timers reschedule themselves there).
+    func schedule(_ entry: TimerEntry, atNanoseconds deadline: Int64) {
         heap.withLock { heap in
             entry.deadline = deadline
             heap.insert(entry)

@@ -1,0 +1,165 @@
+import Synchronization
+import Testing
+import Troupe
+import TroupeTestSupport
+
+/// Actor timers: single and periodic messages to self by key, cancel, replace, cancelled on
+/// stop and restart.
+@Suite struct TimerTests {
+    @Test func aSingleTimerDeliversItsMessageOnceAfterTheDelay() async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let clock = Recorder<Duration>()
+            let start = ContinuousClock.now
+            let actor = system.spawn(Ticker(ticks: ticks, onTick: { clock.append(ContinuousClock.now - start) }))
+            actor.tell(.startSingle(key: "a", tag: "once", after: .milliseconds(30)))
+            await waitUntil("fired") { ticks.count == 1 }
+            #expect(ticks.values == ["once"])
+            #expect(clock.values[0] >= .milliseconds(30), "fired no earlier than its delay")
+            let active = try await actor.ask { Ticker.Message.isActive("a", $0) }
+            #expect(!active, "a single timer is done once its message was handled")
+        }
+    }
+
+    @Test func aPeriodicTimerRepeatsUntilCancelled() async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let actor = system.spawn(Ticker(ticks: ticks))
+            actor.tell(.startPeriodic(key: "p", tag: "tick", every: .milliseconds(5)))
+            await waitUntil("several ticks") { ticks.count >= 5 }
+            _ = try await actor.ask { Ticker.Message.cancel("p", $0) }
+            let afterCancel = ticks.count
+            // Another timer, fired later than a tick would have, proves time has passed.
+            actor.tell(.startSingle(key: "probe", tag: "probe", after: .milliseconds(40)))
+            await waitUntil("probe") { ticks.values.contains("probe") }
+            #expect(ticks.count == afterCancel + 1, "no tick after cancel")
+        }
+    }
+
+    @Test func startingATimerUnderAnActiveKeyReplacesIt() async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let actor = system.spawn(Ticker(ticks: ticks))
+            actor.tell(.startSingle(key: "k", tag: "old", after: .milliseconds(20)))
+            actor.tell(.startSingle(key: "k", tag: "new", after: .milliseconds(40)))
+            actor.tell(.startSingle(key: "later", tag: "later", after: .milliseconds(100)))
+            await waitUntil("later fired") { ticks.values.contains("later") }
+            #expect(ticks.values == ["new", "later"])
+        }
+    }
+
+    @Test func aTickAlreadyInTheMailboxIsDiscardedByCancel() async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let gate = Gate()
+            let actor = system.spawn(Ticker(ticks: ticks, gate: gate))
+            actor.tell(.startSingle(key: "k", tag: "late", after: .milliseconds(1)))
+            actor.tell(.blockThenCancel("k"))
+            await waitUntil("blocked") { gate.entered == 1 }
+            await waitUntil("the tick is queued behind the blocked handler") { !actor.isMailboxEmpty }
+            gate.open()
+            let active = try await actor.ask { Ticker.Message.isActive("k", $0) }
+            #expect(!active)
+            #expect(ticks.values.isEmpty, "the handler cancelled the timer after its tick was queued")
+        }
+    }
+
+    @Test func timersAreCancelledWhenTheActorStops() async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let actor = system.spawn(Ticker(ticks: ticks))
+            actor.tell(.startPeriodic(key: "p", tag: "tick", every: .milliseconds(2)))
+            actor.tell(.startSingle(key: "s", tag: "single", after: .milliseconds(30)))
+            await waitUntil("ticking") { ticks.count >= 2 }
+            actor.stop()
+            _ = await actor.terminated()
+            let atStop = ticks.count
+            let other = system.spawn(Ticker(ticks: Recorder<String>()))
+            let probe = Recorder<String>()
+            let prober = system.spawn(Ticker(ticks: probe))
+            prober.tell(.startSingle(key: "x", tag: "x", after: .milliseconds(60)))
+            await waitUntil("probe") { probe.count == 1 }
+            #expect(ticks.count == atStop, "no tick after stop")
+            #expect(system.deadLetters.total == 0, "cancelled ticks are not dead letters")
+            other.stop()
+        }
+    }
+
+    @Test func aRestartCancelsTheFailedInstancesTimers() async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let actor = system.spawn(options: SpawnOptions(failureDecider: { _ in .restart })) { Ticker(ticks: ticks) }
+            actor.tell(.startPeriodic(key: "p", tag: "tick", every: .milliseconds(2)))
+            await waitUntil("ticking") { ticks.count >= 2 }
+            actor.tell(.fail)
+            let count = try await actor.ask { Ticker.Message.count($0) }
+            #expect(count == 0, "the fresh instance has no timers")
+        }
+    }
+
+    @Test func manyTimersFireExactlyOnceEachAndNeverEarly() async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let start = ContinuousClock.now
+            let actor = system.spawn(Ticker(ticks: ticks, onTick: nil))
+            for index in (0..<100).reversed() {
+                actor.tell(.startSingle(key: "t\(index)", tag: "\(index)", after: .milliseconds(index)))
+            }
+            await waitUntil("all fired") { ticks.count == 100 }
+            let elapsed = ContinuousClock.now - start
+            #expect(Set(ticks.values) == Set((0..<100).map { "\($0)" }), "each timer fired")
+            #expect(ticks.count == 100, "and only once")
+            #expect(elapsed >= .milliseconds(99), "the longest delay was honoured")
+        }
+    }
+}
+
+struct Ticker: ActorDefinition {
+    enum Message: Sendable {
+        case startSingle(key: String, tag: String, after: Duration)
+        case startPeriodic(key: String, tag: String, every: Duration)
+        case cancel(String, Reply<Void>)
+        case blockThenCancel(String)
+        case isActive(String, Reply<Bool>)
+        case count(Reply<Int>)
+        case tick(String)
+        case block
+        case fail
+    }
+
+    let ticks: Recorder<String>
+    var gate: Gate?
+    var onTick: (@Sendable () -> Void)?
+
+    init(ticks: Recorder<String>, gate: Gate? = nil, onTick: (@Sendable () -> Void)? = nil) {
+        self.ticks = ticks
+        self.gate = gate
+        self.onTick = onTick
+    }
+
+    func receive(_ message: Message, context: ActorContext<Message>) throws {
+        switch message {
+        case .startSingle(let key, let tag, let delay):
+            context.startSingleTimer(key: key, message: .tick(tag), after: delay)
+        case .startPeriodic(let key, let tag, let interval):
+            context.startPeriodicTimer(key: key, message: .tick(tag), every: interval)
+        case .cancel(let key, let reply):
+            context.cancelTimer(key: key)
+            reply.succeed()
+        case .blockThenCancel(let key):
+            gate?.enter()
+            context.cancelTimer(key: key)
+        case .isActive(let key, let reply):
+            reply.succeed(context.isTimerActive(key: key))
+        case .count(let reply):
+            reply.succeed(context.activeTimerCount)
+        case .tick(let tag):
+            onTick?()
+            ticks.append(tag)
+        case .block:
+            gate?.enter()
+        case .fail:
+            throw TestError("timer owner failed")
+        }
+    }
+}
