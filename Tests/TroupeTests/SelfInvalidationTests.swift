@@ -46,6 +46,20 @@ import TroupeTestSupport
         }
     }
 
+    @Test func refsTheActorMakesOfItselfDoNotEndItWhileTheSpawnerHoldsOne() async throws {
+        try await withTestSystem { system in
+            for _ in 0..<200 {
+                let events = Recorder<String>()
+                // `started` makes and drops refs to itself, possibly before `spawn` returned.
+                let ref = system.spawn(Resource(events: events, touchesItselfOnStart: true),
+                                       options: SpawnOptions(selfInvalidating: true))
+                let answer = try await ref.ask { Resource.Message.echo(1, $0) }
+                #expect(answer == 1)
+                #expect(!ref.isStopped)
+            }
+        }
+    }
+
     @Test func actorsWithoutTheOptionAreNotAffected() async throws {
         try await withTestSystem { system in
             let events = Recorder<String>()
@@ -83,6 +97,12 @@ struct Resource: ActorDefinition {
 
     let events: Recorder<String>
     var gate: Gate?
+    var touchesItselfOnStart = false
+
+    func started(context: ActorContext<Message>) {
+        guard touchesItselfOnStart else { return }
+        for _ in 0..<3 { _ = context.ref.isStopped }
+    }
 
     func receive(_ message: Message, context: ActorContext<Message>) {
         switch message {

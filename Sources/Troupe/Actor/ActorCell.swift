@@ -201,8 +201,28 @@ final class InvalidationLease: Sendable {
 final class SelfInvalidation: Sendable {
     private struct Slot: @unchecked Sendable {  // only touched under `current`'s lock
         weak var lease: InvalidationLease?
+        /// The lease the spawner's ref will take, held from spawn until that ref exists.
+        var spawnerHold: InvalidationLease?
     }
     private let current = Locked(Slot())
+
+    /// Spawn, before the first turn is scheduled.
+    func holdForSpawner(_ cell: AnyCell) {
+        current.withLock { slot in
+            let lease = InvalidationLease(cell: cell)
+            slot.lease = lease
+            slot.spawnerHold = lease
+        }
+    }
+
+    /// Spawn, once the spawner's ref holds the lease.
+    func releaseSpawnerHold() {
+        let held = current.withLock { slot in
+            defer { slot.spawnerHold = nil }
+            return slot.spawnerHold
+        }
+        withExtendedLifetime(held) {}
+    }
 
     func lease(for cell: AnyCell) -> InvalidationLease {
         current.withLock { slot in

@@ -94,15 +94,13 @@ public struct ActorContext<Message: Sendable> {
     /// Spawns a child: it stops when this actor stops.
     @discardableResult
     public func spawn<Child: ActorDefinition>(_ definition: sending Child, options: SpawnOptions = .default) -> ActorRef<Child.Message> {
-        let child = cell.system.makeCell(definition, factory: nil, options: options, parent: cell)
-        return ActorRef(cell: child)
+        cell.system.spawnRef(definition, factory: nil, options: options, parent: cell)
     }
 
     /// Spawns a restartable child from a factory: it stops when this actor stops.
     @discardableResult
     public func spawn<Child: ActorDefinition>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Child) -> ActorRef<Child.Message> {
-        let child = cell.system.makeCell(factory(), factory: factory, options: options, parent: cell)
-        return ActorRef(cell: child)
+        cell.system.spawnRef(factory(), factory: factory, options: options, parent: cell)
     }
 
     /// Runs `work` off the actor (as a Swift task) and sends `message(result)` back to it, so

@@ -107,13 +107,24 @@ public final class ActorSystem: Sendable {
     /// factory); use ``spawn(options:factory:)`` for that.
     @discardableResult
     public func spawn<Definition: ActorDefinition>(_ definition: sending Definition, options: SpawnOptions = .default) -> ActorRef<Definition.Message> {
-        ActorRef(cell: makeCell(definition, factory: nil, options: options, parent: nil))
+        spawnRef(definition, factory: nil, options: options, parent: nil)
     }
 
     /// Spawns an actor from a factory, which is called again to restart it after a failure.
     @discardableResult
     public func spawn<Definition: ActorDefinition>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Definition) -> ActorRef<Definition.Message> {
-        ActorRef(cell: makeCell(factory(), factory: factory, options: options, parent: nil))
+        spawnRef(factory(), factory: factory, options: options, parent: nil)
+    }
+
+    /// Spawns and returns the spawner's ref. A self-invalidating actor is held alive for the
+    /// spawner until that ref exists, so that it cannot invalidate itself in between (its first
+    /// turn may run on a worker before `makeCell` even returns).
+    func spawnRef<Definition: ActorDefinition>(_ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
+                                               options: SpawnOptions, parent: AnyCell?) -> ActorRef<Definition.Message> {
+        let cell = makeCell(definition, factory: factory, options: options, parent: parent)
+        let ref = ActorRef(cell: cell)
+        cell.config?.selfInvalidation?.releaseSpawnerHold()
+        return ref
     }
 
     func makeCell<Definition: ActorDefinition>(_ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
@@ -138,6 +149,7 @@ public final class ActorSystem: Sendable {
             logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
             return cell
         }
+        config?.selfInvalidation?.holdForSpawner(cell)
         // Schedule the first turn, which runs `started`.
         if CTroupe_mailbox_try_acquire(cell.mailbox) { schedule(cell) }
         return cell
