@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Troupe", targets: ["Troupe"]),
         .library(name: "TroupePromises", targets: ["TroupePromises"]),
         .library(name: "TroupePubSub", targets: ["TroupePubSub"]),
+        .library(name: "TroupeSupervision", targets: ["TroupeSupervision"]),
         .executable(name: "troupe-bench", targets: ["troupe-bench"]),
         .executable(name: "troupe-batch-sweep", targets: ["troupe-batch-sweep"]),
         // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
@@ -49,6 +50,12 @@ let package = Package(
         // Optional modules: built on Troupe's public API only.
         .target(name: "TroupePromises", dependencies: ["Troupe"], path: "Sources/TroupePromises"),
         .target(name: "TroupePubSub", dependencies: ["Troupe"], path: "Sources/TroupePubSub"),
+        .target(name: "TroupeSupervision", dependencies: ["Troupe"], path: "Sources/TroupeSupervision"),
+        .testTarget(
+            name: "TroupeSupervisionTests",
+            dependencies: ["TroupeSupervision", "Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupeSupervisionTests"
+        ),
         .testTarget(
             name: "TroupePromisesTests",
             dependencies: ["TroupePromises", "Troupe", "TroupeTestSupport"],

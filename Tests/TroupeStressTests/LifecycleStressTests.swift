@@ -205,7 +205,7 @@ extension StressTests {
         let handledSum = AtomicCounter(), handledCount = AtomicCounter()
         let watchers = (0..<8).map { _ in system.spawn(Bystander(notices: notices)) }
         var expectedNotices = 0
-        for round in 0..<rounds {
+        for _ in 0..<rounds {
             let targets = (0..<50).map { _ in
                 system.spawn(StormActor(handledSum: handledSum, handledCount: handledCount))
             }

@@ -122,6 +122,29 @@ import TroupeTestSupport
         }
     }
 
+    @Test func aDelayedRestartRequestSuspendsTheActorFirstAndKeepsItsMessages() async throws {
+        try await withTestSystem { system in
+            let gate = Gate()
+            let events = Recorder<String>()
+            let generation = AtomicCounter()
+            let actor = system.spawn(options: .default) {
+                Phoenix(events: events, gate: gate, generation: generation.increment())
+            }
+            actor.tell(.block)
+            await waitUntil("blocked") { gate.entered == 1 }
+            for value in 1...3 { actor.tell(.add(value)) }
+            let delay = Duration.milliseconds(100)
+            let requestedAt = ContinuousClock.now
+            #expect(actor.requestRestart(reason: TestError("later"), after: delay))
+            gate.open()
+            let total = try await actor.ask { Phoenix.Message.total($0) }
+            #expect(ContinuousClock.now - requestedAt >= delay)
+            #expect(total == 6, "the fresh instance handled every queued message")
+            #expect(events.values == ["started 1", "willRestart 1 TestError(later)", "didRestart 2 TestError(later)",
+                                      "add 1 -> 1", "add 2 -> 3", "add 3 -> 6"])
+        }
+    }
+
     @Test func restartRequestsAreRefusedForActorsThatCannotRestart() async throws {
         try await withTestSystem { system in
             let fromInstance = system.spawn(Phoenix())

@@ -168,11 +168,11 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Asks the actor to stop after the messages already in its mailbox.
     final func requestStop(_ reason: TerminationReason = .stopped) { sendSystem(.stop(reason)) }
 
-    /// Asks the actor to restart before its next message, keeping its mailbox. Any thread.
-    /// False when it cannot: stopped, or spawned without a factory.
-    final func requestRestart(reason: any Error) -> Bool {
+    /// Asks the actor to restart before its next message (after a pause of `delay`), keeping
+    /// its mailbox. Any thread. False when it cannot: stopped, or spawned without a factory.
+    final func requestRestart(reason: any Error, after delay: Duration) -> Bool {
         guard config?.factory != nil, !isStopped else { return false }
-        system.restartReasons.withLock { $0[id] = reason }
+        system.restartReasons.withLock { $0[id] = (reason, delay) }
         lifecycle.bitwiseOr(AnyCell.restartRequestedBit, ordering: .releasing)
         sendSystem(.wake)
         return true
@@ -477,7 +477,11 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
                 deadLetter(envelope, .recipientStopped)
                 return
             }
-            restartAsRequested()
+            if restartAsRequested() {
+                // A delayed restart began: this envelope goes first when the actor resumes.
+                extras!.held.insert(envelope.raw, at: 0)
+                return
+            }
         }
         if _slowPath(mailboxMode == AnyCell.boundedDropOldestMode), let config,
            config.droppedOldestDebt.load(ordering: .relaxed) > 0 {
@@ -521,7 +525,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         case .childStopped(let child):
             extras?.children[ObjectIdentifier(child)] = nil
         case .wake:
-            if lifecycle.load(ordering: .relaxed) == AnyCell.restartRequestedBit { restartAsRequested() }
+            if lifecycle.load(ordering: .relaxed) == AnyCell.restartRequestedBit { _ = restartAsRequested() }
         case .watchedTerminated(let notice, let targetID):
             guard !isStopped, let watch = extras?.watching.removeValue(forKey: targetID) else { return }
             deliver(unsafeDowncast(watch.mapping, to: NoticeMapping<Message>.self).map(notice), token: nil)
@@ -579,14 +583,21 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         }
     }
 
-    /// The restart another thread asked for (``AnyCell/requestRestart(reason:)``).
-    private func restartAsRequested() {
+    /// The restart another thread asked for (``AnyCell/requestRestart(reason:after:)``).
+    /// Returns true when it is delayed: the actor is now suspended.
+    private func restartAsRequested() -> Bool {
         let before = lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue
-        guard before & AnyCell.restartRequestedBit != 0 else { return }
-        let requested: (any Error)? = system.restartReasons.withLock { $0.removeValue(forKey: id) }
-        let reason: any Error = requested ?? RestartRequested()
-        guard factory != nil else { return }
+        guard before & AnyCell.restartRequestedBit != 0, factory != nil else { return false }
+        let request = system.restartReasons.withLock { $0.removeValue(forKey: id) }
+        let reason: any Error = request?.reason ?? RestartRequested()
+        if let delay = request?.delay, delay > .zero, let resume = system.suspend(self, for: delay) {
+            system.logger.info("\(address): restart requested (\(reason)); restarting in \(delay)")
+            extrasCreatingIfNeeded.suspension = (reason, resume)
+            flags |= AnyCell.suspendedFlag
+            return true
+        }
         replaceInstance(reason: reason)
+        return false
     }
 
     /// Replaces the instance with a fresh one from the factory; the mailbox is untouched.

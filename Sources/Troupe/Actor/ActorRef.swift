@@ -96,12 +96,15 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
 
     /// Restarts the actor before its next message: its instance is replaced by a fresh one
     /// from its spawn factory (`willRestart` on the old, `didRestart` on the new instance) and
-    /// the pending mailbox is kept, including messages already queued. Supervisors use it to
-    /// restart siblings and linked actors. Any thread. Returns false when the actor cannot
+    /// the pending mailbox is kept, including messages already queued. With a `delay`, the
+    /// actor is first suspended for that long (handling nothing, keeping its mailbox), as with
+    /// ``FailureDirective/restart(after:failingMessage:)``. Supervisors use it to restart
+    /// siblings and linked actors. Any thread. Requests that reach the actor before it acts
+    /// make one restart (the last reason and delay win). Returns false when the actor cannot
     /// restart: it has stopped, or it was spawned from an instance rather than a factory.
     @discardableResult
-    public func requestRestart(reason: any Error = RestartRequested()) -> Bool {
-        cell.requestRestart(reason: reason)
+    public func requestRestart(reason: any Error = RestartRequested(), after delay: Duration = .zero) -> Bool {
+        cell.requestRestart(reason: reason, after: delay)
     }
 
     /// The actor's identity.
