@@ -42,15 +42,17 @@ let package = Package(
             path: "Sources/CTroupe",
             cSettings: [.define("_LGPL_SOURCE", .when(traits: ["InlineURCU"]))]
         ),
+        // The pthread-mutex lock shared by Troupe and its optional modules (not a product).
+        .target(name: "TroupeLocks", path: "Sources/TroupeLocks"),
         .target(
             name: "Troupe",
-            dependencies: ["CTroupe", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CTroupe", "TroupeLocks", .product(name: "Logging", package: "swift-log")],
             path: "Sources/Troupe"
         ),
-        // Optional modules: built on Troupe's public API only.
+        // Optional modules: built on Troupe's public API only (plus the shared lock).
         .target(name: "TroupePromises", dependencies: ["Troupe"], path: "Sources/TroupePromises"),
-        .target(name: "TroupePubSub", dependencies: ["Troupe"], path: "Sources/TroupePubSub"),
-        .target(name: "TroupeSupervision", dependencies: ["Troupe"], path: "Sources/TroupeSupervision"),
+        .target(name: "TroupePubSub", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupePubSub"),
+        .target(name: "TroupeSupervision", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeSupervision"),
         .testTarget(
             name: "TroupeSupervisionTests",
             dependencies: ["TroupeSupervision", "Troupe", "TroupeTestSupport"],

@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 import Troupe
 
@@ -104,7 +105,7 @@ public final class MultiDispatcher<Observer: Sendable>: Sendable {
 
     /// The default target of ``dispatch(_:)``.
     public let target: DispatchTarget
-    private let entries = PubSubLock<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
 
     /// A dispatcher whose ``dispatch(_:)`` runs on `target` (synchronous by default).
     public init(target: DispatchTarget = .synchronous) {

@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 import Troupe
 
@@ -194,11 +195,11 @@ final class PubSubCore: Sendable {
         var closed = false
     }
 
-    let state: PubSubLock<State>
+    let state: Locked<State>
     private let nextID = Atomic<UInt64>(1)
 
     init(system: ActorSystem?) {
-        state = PubSubLock(State(system: system.map(ObjectIdentifier.init)))
+        state = Locked(State(system: system.map(ObjectIdentifier.init)))
     }
 
     func makeID() -> UInt64 { nextID.add(1, ordering: .relaxed).oldValue }
@@ -275,7 +276,7 @@ public final class Topic<Payload: Sendable>: AnyTopic, CustomStringConvertible {
     let core: PubSubCore
     /// The current subscribers: replaced as a whole (copy-on-write) under this mutex;
     /// publishers copy the reference out and iterate it with no lock held.
-    private let subscribers = PubSubLock<[Subscriber<Payload>]>([])
+    private let subscribers = Locked<[Subscriber<Payload>]>([])
 
     init(name: String, core: PubSubCore) {
         self.name = name

@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Troupe
 
 /// Supervises actors, pools and nested supervisors by id (ActorKit's supervision pool): it
@@ -48,7 +49,7 @@ public final class Supervisor: Sendable {
     /// For events, errors and logs; nested supervisors are named `parent/id`.
     public let name: String
     public let strategy: SupervisionStrategy
-    let state: SupervisionLock<SupervisorState>
+    let state: Locked<SupervisorState>
 
     /// A top-level supervisor.
     public convenience init(system: ActorSystem, strategy: SupervisionStrategy = .default, name: String = "supervisor") {
@@ -59,7 +60,7 @@ public final class Supervisor: Sendable {
         self.system = system
         self.strategy = strategy
         self.name = name
-        state = SupervisionLock(SupervisorState(name: name, parent: parent))
+        state = Locked(SupervisorState(name: name, parent: parent))
     }
 
     // MARK: Supervising

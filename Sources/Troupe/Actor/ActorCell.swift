@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Logging
 import Synchronization
 internal import CTroupe

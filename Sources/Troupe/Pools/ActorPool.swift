@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 internal import CTroupe
 

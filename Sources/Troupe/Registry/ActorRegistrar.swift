@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 
 /// Collects actor registrations (providers), runtime hooks and services: what a

@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 
 /// Why a service could not be registered or resolved.

@@ -1,3 +1,4 @@
+internal import TroupeLocks
 #if canImport(Glibc)
 import Glibc
 #endif

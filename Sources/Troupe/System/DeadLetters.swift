@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 
 /// Why a message could not be delivered.

@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 
 /// Observers of runtime events, for plugins, supervision and monitoring.

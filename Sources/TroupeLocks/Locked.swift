@@ -2,17 +2,19 @@
 import Glibc
 #endif
 
-/// A value behind a pthread mutex.
+/// A value behind a pthread mutex: the one lock of Troupe and its optional modules (an
+/// internal target, imported with `internal import`, never part of any public API).
 ///
 /// Troupe uses this instead of `Synchronization.Mutex` because on Linux `Mutex` locks with raw
 /// futex calls, which ThreadSanitizer cannot see: every access it protects would be reported
-/// as a race and the sanitized stress run would fail. pthread mutexes are intercepted by TSan.
-/// Used off the hot path only (registry, timer heap, observers, dedicated threads).
-final class Locked<Value>: @unchecked Sendable {  // `value` is only touched between lock and unlock of `mutex`
+/// as a race and the sanitized stress runs would fail. pthread mutexes are intercepted by TSan.
+/// Used off the hot path only (registry, timer heap, observers, dedicated threads, brokers,
+/// supervisors).
+public final class Locked<Value>: @unchecked Sendable {  // `value` is only touched between lock and unlock of `mutex`
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    init(_ value: Value) {
+    public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -27,7 +29,8 @@ final class Locked<Value>: @unchecked Sendable {  // `value` is only touched bet
     }
 
     /// Runs `body` with exclusive access to the value. Any thread; not reentrant.
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    @inline(__always)
+    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         let locked = pthread_mutex_lock(mutex)
         precondition(locked == 0, "pthread_mutex_lock failed with error \(locked)")
         defer {
