@@ -11,7 +11,7 @@
 // - envelope.c  the message envelope allocator: per-thread free lists by size class with
 //               batched hand-over between threads, so a steady-state send allocates nothing.
 // - parking.c   an event count on a futex: idle workers sleep, senders wake them, no lost wake-up.
-// - thread.c    CPU affinity, the process's allowed CPUs, and the current-worker slot.
+// - thread.c    CPU affinity, the process's allowed CPUs, timer slack, and the current-worker slot.
 #ifndef CTROUPE_H
 #define CTROUPE_H
 
@@ -184,6 +184,10 @@ void CTroupe_set_current_worker(void *worker);
 
 /// Names a thread (at most 15 bytes). Returns 0 or the pthread error number.
 int CTroupe_set_thread_name(unsigned long thread, const char *name);
+
+/// Sets the calling thread's timer slack (how late the kernel may end its timed sleeps, 50 µs
+/// by default) to `nanoseconds`; the timer thread uses 1 ns. Returns 0 or errno.
+int CTroupe_set_current_thread_timer_slack(unsigned long nanoseconds);
 
 /// Monotonic clock in nanoseconds.
 int64_t CTroupe_monotonic_ns(void);

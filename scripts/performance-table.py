@@ -10,6 +10,22 @@ def rate(value):
             return f"{value / scale:.2f} {unit}"
     return f"{value:.0f}"
 
+def result(row):
+    """The figure of a row without a rate (lateness, memory, idle CPU), as the bench prints it."""
+    unit = row.get("unit", "")
+    lateness = row.get("lateness_us")
+    if lateness:
+        return (f"late p50 {lateness['p50']:.1f} µs · p99 {lateness['p99']:.1f} µs · "
+                f"p99.9 {lateness['p99_9']:.1f} µs · max {lateness['max']:.1f} µs")
+    per_unit = row.get(f"bytes_per_{unit}")
+    if per_unit is not None:
+        rss = row.get(f"rss_bytes_per_{unit}")
+        return f"{per_unit:.1f} B/{unit}" + (f" (RSS {rss:.1f} B)" if rss is not None else "")
+    cpu = row.get("cpu_percent_of_one_core")
+    if cpu is not None:
+        return f"{cpu:.3f} % core"
+    return ""
+
 rows = json.load(sys.stdin)
 print("| Workload | System | unit | per second | ns per unit | × native | allocs/unit | targets |")
 print("|---|---|---|---|---|---|---|---|")
@@ -18,11 +34,14 @@ for row in rows:
     targets = "; ".join(
         f"{t['figure']} ({t['target']}) {'PASS' if t['pass'] else 'MISS' if t['pass'] is False else ''}".strip()
         for t in row.get("targets", []) if t.get("pass") is not None)
-    extra = row.get("note", "") if row["workload"] in ("IdleCPU", "MemoryPerIdleActor") else ""
-    per_second = rate(row["msgs_per_second"]) if row.get("msgs_per_second") else ""
+    has_rate = bool(row.get("msgs_per_second"))
+    figure = "" if has_rate else result(row)
+    extra = row.get("note", "") if not has_rate else ""
+    per_second = rate(row["msgs_per_second"]) if has_rate else ""
     ns = f"{row['ns_per_msg']:.1f}" if row.get("ns_per_msg") else ""
-    latency = row.get("latency")
-    if latency:
-        ns += f" (p50 {latency.get('p50_ns', 0):.0f}, p99 {latency.get('p99_ns', 0):.0f})" if isinstance(latency, dict) and "p50_ns" in latency else ""
+    latency = row.get("latency_ns")
+    if latency and has_rate:
+        ns += f" (p50 {latency['p50']}, p99 {latency['p99']})"
+    last = "; ".join(part for part in (figure, targets or extra) if part)
     print(f"| {row['workload']} | {row['system']} | {row.get('unit', '')} | {per_second} | {ns} | "
-          f"{'' if ratio is None else f'{ratio:.2f}×'} | {row.get('allocs_per_msg', 0):.4f} | {targets or extra} |")
+          f"{'' if ratio is None else f'{ratio:.2f}×'} | {row.get('allocs_per_msg', 0):.4f} | {last} |")

@@ -12,6 +12,7 @@ let workloads: [(BenchConfig) -> [Measurement]] = [
     forkJoinThroughputRows, forkJoinCreationRows, fibonacciRows, fanInRows, spawnRows,
     pingPongLatencyRows, askLatencyRows, idleRows, memoryRows,
     poolRows, poolSkewRows, promiseCreateRows, promiseAskRows, pubSubFanOutRows,
+    restartRows, timersArmCancelRows, timersLatenessRows, timersArmedRows,
 ]
 
 var results: [Measurement] = []

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 static _Thread_local void *current_worker;
@@ -15,6 +16,10 @@ int CTroupe_pin_current_thread(int cpu) {
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+int CTroupe_set_current_thread_timer_slack(unsigned long nanoseconds) {
+    return prctl(PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0) == 0 ? 0 : errno;
 }
 
 int CTroupe_allowed_cpus(int *out, int capacity) {

@@ -72,7 +72,7 @@ private func recordAllocations(_ results: [Measurement], path: String) {
         let limit = (measured * 10_000).rounded(.up) / 10_000
         let tolerance = ((measured * 0.25 + 0.002) * 10_000).rounded(.up) / 10_000
         entries.append("    \(jsonString("\(m.workload.rawValue)/\(m.system)")): {\"allocs_per_msg\": \(limit), \"tolerance\": \(tolerance)}")
-        print("\(m.workload.rawValue)/\(m.system): \(fixed(measured, 4)) allocs/\(m.workload.unit)")
+        print("\(m.workload.rawValue)/\(m.system): \(fixed(measured, 4)) allocs/\(m.unit)")
     }
     let text = """
         {

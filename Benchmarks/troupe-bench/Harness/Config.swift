@@ -44,6 +44,17 @@ struct BenchConfig: Sendable {
     var poolSkewSpin = 200
     /// PubSubFanOut: subscribers of the topic.
     var pubSubSubscribers = 1_000
+    /// Restart (requestRestart row): idle actors restarted per round; the driver waits for a
+    /// round's restarts before the next, so that no request coalesces with a pending one.
+    var restartRoundActors = 1_000
+    /// TimersArmCancel, TimersMemory, TimersIdleCPU: timers active in the system (armed far in
+    /// the future), `timersPerActor` per holder actor.
+    var activeTimers = 100_000
+    var timersPerActor = 100
+    /// TimersLateness: deadlines spread uniformly over this window, in seconds after arming.
+    var latenessWindow = (from: 0.5, to: 1.0)
+    /// TimersLateness: how long to keep listening for a second firing after the last timer fired.
+    var latenessGraceSeconds = 0.1
 
     /// Sizes per workload. Swift native and Dispatch rows use smaller sizes where their forms are
     /// 10–100× slower (AsyncStream, queue.async): rates are per unit, so rows stay comparable,
@@ -86,6 +97,17 @@ struct BenchConfig: Sendable {
                               meaning: "asks"),
         .pubSubFanOut: SizeSpec(troupe: 2_000, native: 2_000, dispatch: 2_000, quick: 20, guardSize: 200,
                                 meaning: "publications"),
+        .restart: SizeSpec(troupe: 200_000, native: 1_000_000, dispatch: 0, quick: 2_000, guardSize: 20_000,
+                           meaning: "restarts (spawn+stop: actors, ÷ 2; native: actors created)",
+                           secondary: "spawn+stop row: Troupe ÷ 2"),
+        .timersArmCancel: SizeSpec(troupe: 1_000_000, native: 1_000_000, dispatch: 0, quick: 10_000, guardSize: 100_000,
+                                   meaning: "start+cancel pairs"),
+        .timersLateness: SizeSpec(troupe: 10_000, native: 10_000, dispatch: 0, quick: 1_000, guardSize: 0,
+                                  meaning: "single timers"),
+        .timersMemory: SizeSpec(troupe: 100_000, native: 100_000, dispatch: 0, quick: 10_000, guardSize: 0,
+                                meaning: "timers"),
+        .timersIdleCPU: SizeSpec(troupe: 100_000, native: 100_000, dispatch: 0, quick: 10_000, guardSize: 0,
+                                 meaning: "timers"),
     ]
 
     /// The size of `workload` for a row of `family`.
@@ -109,7 +131,7 @@ struct BenchConfig: Sendable {
     /// workload's name selects that workload only; "=Workload/System" selects one row; anything
     /// else matches workload or system names as a case-insensitive substring.
     func includes(_ workload: Workload, system: String) -> Bool {
-        if allocationGuard && (!system.hasPrefix(BenchSystem.troupePrefix) || workload == .idleCPU) { return false }
+        if allocationGuard && (!system.hasPrefix(BenchSystem.troupePrefix) || workload.excludedFromAllocationGuard) { return false }
         if filters.isEmpty { return true }
         let workloadName = workload.rawValue.lowercased()
         let systemName = system.lowercased()
@@ -184,7 +206,14 @@ struct BenchConfig: Sendable {
         if config.quick {
             config.idleSeconds = 0.2
             config.memoryActors = config.sizes[.memoryPerIdleActor]!.quick
+            config.activeTimers = config.sizes[.timersMemory]!.quick
+            config.latenessWindow = (from: 0.05, to: 0.1)
+            config.latenessGraceSeconds = 0.02
             config.warmUp = false
+        }
+        if config.allocationGuard {
+            // TimersArmCancel's background timers: enough for a deep heap, quick to set up.
+            config.activeTimers = 10_000
         }
         if config.allocationGuard {
             config.quick = false

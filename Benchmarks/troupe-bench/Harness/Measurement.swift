@@ -33,7 +33,7 @@ struct Measurement: Sendable {
     var workload: Workload
     /// System name, e.g. "Swift native", "Dispatch", "Troupe", "Troupe (ask from a task)".
     var system: String
-    /// Units handled (see `Workload.unit`); IdleCPU/Memory: actors.
+    /// Units handled (see `Workload.unit`); IdleCPU/Memory: actors; timer rows: timers.
     var messages: Int
     /// Wall-clock seconds of the measured window.
     var seconds: Double
@@ -46,12 +46,17 @@ struct Measurement: Sendable {
     /// Resident set when the row started (after malloc_trim), bytes: `peakRSS - rssAtStart` is
     /// what the row added.
     var rssAtStart: Int64?
-    /// IdleCPU only: process CPU seconds used during the window.
+    /// IdleCPU, TimersIdleCPU: process CPU seconds used during the window.
     var cpuSeconds: Double?
-    /// MemoryPerIdleActor only: heap growth while creating the actors.
+    /// MemoryPerIdleActor, TimersMemory: heap growth while creating the actors / arming the timers.
     var heapBytes: Int?
-    /// Latency rows: per-operation percentiles.
+    /// TimersMemory: resident-set growth over the same window, bytes (page granularity).
+    var rssBytes: Int64?
+    /// Latency rows: per-operation percentiles; TimersLateness: lateness percentiles.
     var latency: LatencySummary?
+    /// A row whose unit differs from its workload's (Restart's spawn+stop and native rows:
+    /// actors), singular and plural.
+    var unitOverride: (singular: String, plural: String)?
 
     init(workload: Workload, system: String, messages: Int, seconds: Double, allocations: UInt64,
          note: String = "", cpuSeconds: Double? = nil, heapBytes: Int? = nil, latency: LatencySummary? = nil) {
@@ -66,13 +71,19 @@ struct Measurement: Sendable {
         self.latency = latency
     }
 
+    var unit: String { unitOverride?.singular ?? workload.unit }
+    var unitPlural: String { unitOverride?.plural ?? workload.unitPlural }
+
     var hasRate: Bool { workload.kind == .throughput || workload.kind == .latency }
     var isTroupe: Bool { system.hasPrefix(BenchSystem.troupePrefix) }
     var messagesPerSecond: Double { Double(messages) / seconds }
     var nanosecondsPerMessage: Double { seconds * 1e9 / Double(messages) }
     var allocationsPerMessage: Double { Double(allocations) / Double(messages) }
     var cpuPercentOfOneCore: Double? { cpuSeconds.map { $0 / seconds * 100 } }
-    var bytesPerActor: Double? { heapBytes.map { Double($0) / Double(messages) } }
+    /// Heap bytes per unit (actor, timer).
+    var bytesPerUnit: Double? { heapBytes.map { Double($0) / Double(messages) } }
+    /// Resident-set bytes per unit (TimersMemory).
+    var rssBytesPerUnit: Double? { rssBytes.map { Double($0) / Double(messages) } }
 }
 
 /// Measures wall time and allocation count of a window, in synchronous or async code:

@@ -21,6 +21,12 @@ struct TargetCheck: Sendable {
 let amortizedZeroAllocationsPerMessage = 0.001
 /// Spawn plus first message, ns per actor.
 let spawnTargetNanoseconds = 80.0
+/// TimersLateness: p99 of (handled − intended deadline), on an idle machine.
+let timerLatenessP99TargetNanoseconds: UInt64 = 1_000_000
+/// TimersMemory: heap bytes per active timer.
+let timerMemoryTargetBytes = 200.0
+/// Restart: the row that restart rows are compared with (a fresh actor instead of a restart).
+let restartBaselineSystem = "Troupe (spawn+stop)"
 
 /// How many times faster than the Swift native row `m` is: throughput ratio, or for latency
 /// rows the ratio of the medians (native p50 ÷ this p50).
@@ -72,8 +78,28 @@ func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] 
         let percent = m.cpuPercentOfOneCore ?? .nan
         checks.append(TargetCheck(figure: "\(fixed(percent, 3)) % core", goal: "≤ 1 % of one core", pass: percent <= 1))
     case .memoryPerIdleActor:
-        let bytes = m.bytesPerActor ?? .nan
+        let bytes = m.bytesPerUnit ?? .nan
         checks.append(TargetCheck(figure: "\(fixed(bytes, 1)) B/actor", goal: "≤ 256 B/actor", pass: bytes <= 256))
+    case .restart where m.system != restartBaselineSystem:
+        let base = results.first { $0.workload == .restart && $0.system == restartBaselineSystem }
+        checks.append(TargetCheck(
+            figure: "\(fixed(m.nanosecondsPerMessage, 1)) ns/restart vs "
+                + (base.map { "\(fixed($0.nanosecondsPerMessage, 1)) ns spawn+stop" } ?? "no spawn+stop row"),
+            goal: "restart ≤ spawn+stop", pass: base.map { m.nanosecondsPerMessage <= $0.nanosecondsPerMessage }))
+    case .timersLateness:
+        let p99 = m.latency?.p99 ?? .max
+        checks.append(TargetCheck(figure: "p99 late \(microseconds(p99))",
+                                  goal: "≤ 1 ms on an idle machine", pass: p99 <= timerLatenessP99TargetNanoseconds))
+    case .timersMemory:
+        // A heap that shrank over the window means other work freed memory meanwhile: no verdict.
+        let bytes = m.bytesPerUnit ?? .nan
+        let valid = bytes > 0
+        checks.append(TargetCheck(figure: valid ? "\(fixed(bytes, 1)) B/timer" : "\(fixed(bytes, 1)) B/timer (heap shrank: invalid)",
+                                  goal: "≤ \(Int(timerMemoryTargetBytes)) B/timer",
+                                  pass: valid ? bytes <= timerMemoryTargetBytes : nil))
+    case .timersIdleCPU:
+        let percent = m.cpuPercentOfOneCore ?? .nan
+        checks.append(TargetCheck(figure: "\(fixed(percent, 3)) % core", goal: "≤ 1 % of one core", pass: percent <= 1))
     default:
         break
     }
@@ -117,6 +143,17 @@ func printHeader(_ config: BenchConfig, arguments: [String]) {
         case .pool: fixedPart = "\(config.poolMembers) members; "
         case .poolSkew: fixedPart = "\(config.poolMembers) members, spin \(config.poolSkewSpin) (member 0: ×10); "
         case .pubSubFanOut: fixedPart = "\(grouped(config.pubSubSubscribers)) subscribers; "
+        case .restart: fixedPart = "requestRestart: rounds of \(grouped(config.restartRoundActors)) actors; "
+        case .timersArmCancel:
+            fixedPart = "\(grouped(config.activeTimers)) other timers active (\(config.timersPerActor) per actor); "
+        case .timersLateness:
+            fixedPart = "deadlines uniform over \(fixed(config.latenessWindow.from, 2))–\(fixed(config.latenessWindow.to, 2)) s after arming; "
+        case .timersMemory:
+            emit("         \(pad(workload.rawValue, 19)) \(grouped(config.activeTimers)) timers armed 1–2 h ahead, \(config.timersPerActor) per actor (second row: 1 per actor)")
+            continue
+        case .timersIdleCPU:
+            emit("         \(pad(workload.rawValue, 19)) \(grouped(config.activeTimers)) timers armed 1–2 h ahead, idle for \(fixed(config.idleSeconds, 1)) s")
+            continue
         case .idleCPU:
             emit("         \(pad(workload.rawValue, 19)) \(grouped(config.idleActors)) actors idle for \(fixed(config.idleSeconds, 1)) s")
             continue
@@ -156,10 +193,16 @@ private func peakText(_ m: Measurement) -> String {
 
 private func resultText(_ m: Measurement) -> String {
     if let latency = m.latency {
+        if m.workload.kind == .lateness {
+            return "late p50 \(microseconds(latency.p50)) · p99 \(microseconds(latency.p99)) · p99.9 \(microseconds(latency.p999))"
+                + " · max \(microseconds(latency.max))"
+        }
         return "p50 \(duration(latency.p50)) · p99 \(duration(latency.p99)) · p99.9 \(duration(latency.p999))"
     }
     if let percent = m.cpuPercentOfOneCore { return "\(fixed(percent, 3)) % core" }
-    if let bytes = m.bytesPerActor { return "\(fixed(bytes, 1)) B/actor" }
+    if let bytes = m.bytesPerUnit {
+        return "\(fixed(bytes, 1)) B/\(m.workload.unit)" + (m.rssBytesPerUnit.map { " (RSS \(fixed($0, 1)) B)" } ?? "")
+    }
     return ""
 }
 
@@ -172,7 +215,7 @@ private func printTable(_ results: [Measurement]) {
         let base = baseline(for: m, in: results)
         let checks = targetChecks(m, in: results)
         var cells = [m.workload == previousWorkload ? "" : m.workload.rawValue, m.system,
-                     "\(grouped(m.messages)) \(m.workload.unitPlural)"]
+                     "\(grouped(m.messages)) \(m.unitPlural)"]
         previousWorkload = m.workload
         if m.hasRate {
             let ratio = m.system == BenchSystem.swiftNative ? "1.00×"
@@ -219,6 +262,8 @@ private func printTable(_ results: [Measurement]) {
         an actor created and messaged, AskLatency an ask.
         × native: rate ÷ the '\(BenchSystem.swiftNative)' row's rate (the fastest idiomatic Swift form, see Note); \
         latency rows: native p50 ÷ p50. Target ≥ 20× on one-way workloads (Counting, ThreadRing, Chameneos, Big), ≥ 1× elsewhere.
+        Restart: a restart (spawn+stop row: an actor spawned and stopped; native row: an actor created and called). \
+        TimersArmCancel: one startSingleTimer + cancelTimer in a handler. TimersLateness: handled − intended deadline, in µs.
         allocs/msg: malloc-family calls by all threads in the timed window ÷ units. peak RSS: VmHWM during the row, set-up \
         included (malloc_trim + clear_refs before it); (+N): MB above the RSS at the row's start (memory kept by earlier rows is reused).
         Targets apply to Troupe rows; PASS/MISS is informational and never changes the exit status.
@@ -232,7 +277,7 @@ private func json(_ results: [Measurement]) -> String {
         var fields: [(String, String)] = [
             ("workload", jsonString(m.workload.rawValue)),
             ("system", jsonString(m.system)),
-            ("unit", jsonString(m.workload.unit)),
+            ("unit", jsonString(m.unit)),
             ("messages", String(m.messages)),
             ("seconds", jsonNumber(m.seconds)),
             ("allocations", String(m.allocations)),
@@ -251,13 +296,21 @@ private func json(_ results: [Measurement]) -> String {
         if let latency = m.latency {
             fields.append(("latency_ns", "{\"count\": \(latency.count), \"p50\": \(latency.p50), \"p99\": \(latency.p99), "
                 + "\"p99_9\": \(latency.p999), \"max\": \(latency.max), \"mean\": \(jsonNumber(latency.mean))}"))
+            if m.workload.kind == .lateness {
+                func us(_ ns: UInt64) -> String { jsonNumber(Double(ns) / 1e3) }
+                fields.append(("lateness_us", "{\"p50\": \(us(latency.p50)), \"p99\": \(us(latency.p99)), "
+                    + "\"p99_9\": \(us(latency.p999)), \"max\": \(us(latency.max))}"))
+            }
         }
         if let cpu = m.cpuSeconds {
             fields += [("cpu_seconds", jsonNumber(cpu)),
                        ("cpu_percent_of_one_core", jsonNumber(m.cpuPercentOfOneCore ?? .nan))]
         }
         if let heap = m.heapBytes {
-            fields += [("heap_bytes", String(heap)), ("bytes_per_actor", jsonNumber(m.bytesPerActor ?? .nan))]
+            fields += [("heap_bytes", String(heap)), ("bytes_per_\(m.workload.unit)", jsonNumber(m.bytesPerUnit ?? .nan))]
+        }
+        if let rss = m.rssBytes {
+            fields += [("rss_bytes", String(rss)), ("rss_bytes_per_\(m.workload.unit)", jsonNumber(m.rssBytesPerUnit ?? .nan))]
         }
         let checks = targetChecks(m, in: results).map { check in
             "{\"figure\": \(jsonString(check.figure)), \"target\": \(jsonString(check.goal)), \"pass\": \(check.pass.map { String($0) } ?? "null")}"
@@ -320,6 +373,11 @@ func rate(_ value: Double) -> String {
     case 1e3...: return fixed(value / 1e3, 2) + " k"
     default: return fixed(value, 1)
     }
+}
+
+/// Nanoseconds as microseconds with one decimal, e.g. "52.3 µs" (lateness rows).
+func microseconds(_ nanoseconds: UInt64) -> String {
+    fixed(Double(nanoseconds) / 1e3, 1) + " µs"
 }
 
 /// Nanoseconds as "850 ns", "12.3 µs", "4.56 ms".

@@ -41,14 +41,28 @@ enum Workload: String, CaseIterable, Sendable {
     case promiseAsk = "PromiseAsk"
     /// TroupePubSub (issue 6): one publisher fans out to 1,000 subscribers.
     case pubSubFanOut = "PubSubFanOut"
+    /// The cost of restarting an actor (a failing handler, or `requestRestart` from outside),
+    /// beside a fresh spawn + stop (what a restart avoids).
+    case restart = "Restart"
+    /// One `startSingleTimer` + `cancelTimer` pair in a handler, 100,000 timers active.
+    case timersArmCancel = "TimersArmCancel"
+    /// Lateness of single timers: handled − intended deadline, percentiles.
+    case timersLateness = "TimersLateness"
+    /// Heap bytes per active (far-future) timer, 100,000 armed.
+    case timersMemory = "TimersMemory"
+    /// Process CPU while 100,000 timers are armed far in the future and nothing fires.
+    case timersIdleCPU = "TimersIdleCPU"
 
-    enum Kind { case throughput, latency, idle, memory }
+    /// `lateness`: percentiles of how late something happened (no rate: the window is set by
+    /// the deadlines, not by the work).
+    enum Kind { case throughput, latency, lateness, idle, memory }
 
     var kind: Kind {
         switch self {
         case .pingPongLatency, .askLatency: .latency
-        case .idleCPU: .idle
-        case .memoryPerIdleActor: .memory
+        case .timersLateness: .lateness
+        case .idleCPU, .timersIdleCPU: .idle
+        case .memoryPerIdleActor, .timersMemory: .memory
         default: .throughput
         }
     }
@@ -66,19 +80,41 @@ enum Workload: String, CaseIterable, Sendable {
         case .big: "ping"
         case .forkJoinCreation, .fibonacci, .spawn, .idleCPU, .memoryPerIdleActor: "actor"
         case .askLatency: "ask"
+        case .restart: "restart"
+        case .timersArmCancel: "start+cancel"
+        case .timersLateness, .timersMemory, .timersIdleCPU: "timer"
         }
     }
 
     /// Whether a Swift native row is measured, so that the "≥ 1× native" target applies
-    /// (pools and promises are Troupe-only: their rows compare routings and forms).
+    /// (pools and promises are Troupe-only: their rows compare routings and forms; restart and
+    /// timer rows have their own targets, and their Swift native rows are context, labelled by
+    /// form, not a ratio baseline).
     var hasNativeBaseline: Bool {
         switch self {
         case .pool, .poolSkew, .promiseCreate, .promiseAsk: false
+        case .restart, .timersArmCancel, .timersLateness, .timersMemory, .timersIdleCPU: false
         default: true
         }
     }
 
-    var unitPlural: String { self == .pubSubFanOut ? "deliveries" : unit + "s" }
+    var unitPlural: String {
+        switch self {
+        case .pubSubFanOut: "deliveries"
+        case .timersArmCancel: "start+cancel pairs"
+        default: unit + "s"
+        }
+    }
+
+    /// Rows the allocation guard skips: idle windows, and timer rows whose length is set by
+    /// deadlines or whose set-up dwarfs the count (their allocations per timer are shown in the
+    /// table; TimersArmCancel is the guarded timer row).
+    var excludedFromAllocationGuard: Bool {
+        switch self {
+        case .idleCPU, .timersIdleCPU, .timersLateness, .timersMemory: true
+        default: false
+        }
+    }
 
     /// One-way workloads (the brief's ≥ 20× Swift native target).
     var isOneWay: Bool {
@@ -101,7 +137,7 @@ enum BenchSystem {
     /// Every system name a row uses (for `--filter` validation).
     static let all = [swiftNative, "Swift native (AsyncStream)", "Swift native (async let)", dispatch, troupe,
                       "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)", "Troupe (askBlocking)"]
-        + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems
+        + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems + restartSystems + timerSystems
 }
 
 /// Which size column of a workload a row uses.
