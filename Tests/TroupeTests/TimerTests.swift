@@ -97,6 +97,19 @@ import TroupeTestSupport
         }
     }
 
+    @Test func keysMatchByValueWhateverTheirStaticType() async throws {
+        try await withTestSystem { system in
+            let actor = system.spawn(KeyedTicker())
+            let report = try await actor.ask { KeyedTicker.Message.run($0) }
+            #expect(report == [
+                "Int 7 cancelled by Int8 7: true",
+                "UInt64 9 found and cancelled by Int 9: true",
+                "custom key active: true, cancelled: true",
+                "Int 7 and String \"7\" are different keys: true",
+            ])
+        }
+    }
+
     @Test func manyTimersFireExactlyOnceEachAndNeverEarly() async throws {
         try await withTestSystem { system in
             let ticks = Recorder<String>()
@@ -161,5 +174,31 @@ struct Ticker: ActorDefinition {
         case .fail:
             throw TestError("timer owner failed")
         }
+    }
+}
+
+/// Starts and cancels timers under keys of several static types, and reports what it saw.
+struct KeyedTicker: ActorDefinition {
+    enum Message: Sendable { case run(Reply<[String]>), tick }
+    enum Key: Hashable, Sendable { case poll(String) }
+
+    func receive(_ message: Message, context: ActorContext<Message>) {
+        guard case .run(let reply) = message else { return }
+        var report: [String] = []
+        context.startSingleTimer(key: 7, message: .tick, after: .seconds(60))
+        context.cancelTimer(key: Int8(7))
+        report.append("Int 7 cancelled by Int8 7: \(!context.isTimerActive(key: 7))")
+        context.startSingleTimer(key: UInt64(9), message: .tick, after: .seconds(60))
+        let wideActive = context.isTimerActive(key: 9)
+        context.cancelTimer(key: 9)
+        report.append("UInt64 9 found and cancelled by Int 9: \(wideActive && !context.isTimerActive(key: UInt64(9)))")
+        context.startPeriodicTimer(key: Key.poll("a"), message: .tick, every: .seconds(60))
+        let active = context.isTimerActive(key: Key.poll("a"))
+        context.cancelTimer(key: Key.poll("a"))
+        report.append("custom key active: \(active), cancelled: \(!context.isTimerActive(key: Key.poll("a")))")
+        context.startSingleTimer(key: 7, message: .tick, after: .seconds(60))
+        context.startSingleTimer(key: "7", message: .tick, after: .seconds(60))
+        report.append("Int 7 and String \"7\" are different keys: \(context.activeTimerCount == 2)")
+        reply.succeed(report)
     }
 }

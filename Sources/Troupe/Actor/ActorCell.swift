@@ -75,7 +75,7 @@ final class CellExtras {
     /// Actors this one watches, by id: the target and its notice mapping (a `NoticeMapping<Message>`).
     var watching: [UInt64: (target: AnyCell, mapping: AnyObject)] = [:]
     /// Active timers by key (`ActorTimer<Message>`).
-    var timers: [AnyHashable: TimerEntry] = [:]
+    var timers: [TimerKey: TimerEntry] = [:]
     /// A delayed restart in progress: the reason and the timer entry that resumes the actor.
     var suspension: (reason: any Error, resume: ResumeEntry)?
     /// Envelopes popped in the turn that suspended the actor and not handled yet; handled
@@ -267,7 +267,7 @@ final class ResumeEntry: TimerEntry, @unchecked Sendable {  // `cell` is immutab
 
 /// A timer of one actor: delivers `message` to it after a delay, once or periodically.
 final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  // immutable but for the atomics; `deadline` belongs to DeadlineTimer
-    let key: AnyHashable
+    let key: TimerKey
     let message: Message
     /// Nanoseconds between ticks; 0 for a single timer.
     let interval: Int64
@@ -276,7 +276,7 @@ final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  //
     /// A tick is in the mailbox and not yet handled: further ticks are skipped rather than piled up.
     let inFlight = Atomic<Bool>(false)
 
-    init(key: AnyHashable, message: Message, interval: Int64, cell: AnyCell) {
+    init(key: TimerKey, message: Message, interval: Int64, cell: AnyCell) {
         self.key = key
         self.message = message
         self.interval = interval
@@ -300,6 +300,45 @@ final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  //
 
     /// Actors stop (cancelling their timers) before the timer thread does.
     override func fireAtShutdown() {}
+}
+
+/// An actor timer's key. `Int` and `String` keys, the usual ones, are stored and hashed as
+/// themselves (a 24-byte table slot, no `AnyHashable` witness calls); any other key is kept
+/// as `AnyHashable` in a box.
+enum TimerKey: Hashable {
+    case int(Int)
+    case string(String)
+    case other(AnyKey)
+
+    final class AnyKey: Hashable {
+        let value: AnyHashable
+        init(_ value: AnyHashable) { self.value = value }
+        static func == (lhs: AnyKey, rhs: AnyKey) -> Bool { lhs.value == rhs.value }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+    }
+
+    @inline(__always)
+    init<Key: Hashable & Sendable>(_ key: Key) {
+        if Key.self == Int.self {
+            self = .int(unsafeBitCast(key, to: Int.self))
+        } else if Key.self == String.self {
+            self = .string(unsafeBitCast(key, to: String.self))
+        } else {
+            self = TimerKey(normalizing: AnyHashable(key))
+        }
+    }
+
+    /// Any other key, including one already erased to `AnyHashable`. AnyHashable makes
+    /// integers of every width equal by value, so integer keys all become `.int`.
+    private init(normalizing hashable: AnyHashable) {
+        if let integer = hashable.base as? any BinaryInteger, let value = Int(exactly: integer) {
+            self = .int(value)
+        } else if let string = hashable.base as? String {
+            self = .string(string)
+        } else {
+            self = .other(AnyKey(hashable))
+        }
+    }
 }
 
 /// Maps a ``Terminated`` notice to a watcher's message type.
@@ -366,8 +405,8 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
 
     // Operations of the actor's own context that depend on its message type; ActorCell
     // implements them. Called only by the holder of the scheduling right.
-    func startTimer(key: AnyHashable, message: Message, delay: Duration, interval: Duration?) { fatalError("subclass") }
-    func cancelTimer(key: AnyHashable) { fatalError("subclass") }
+    func startTimer(key: TimerKey, message: Message, delay: Duration, interval: Duration?) { fatalError("subclass") }
+    func cancelTimer(key: TimerKey) { fatalError("subclass") }
     func watch(_ target: AnyCell, mapping: NoticeMapping<Message>) { fatalError("subclass") }
     func unwatch(_ target: AnyCell) { fatalError("subclass") }
 
@@ -628,7 +667,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     // MARK: Timers, watches, self-invalidation (called from ActorContext, on the actor)
 
-    override func startTimer(key: AnyHashable, message: Message, delay: Duration, interval: Duration?) {
+    override func startTimer(key: TimerKey, message: Message, delay: Duration, interval: Duration?) {
         cancelTimer(key: key)
         let intervalNanoseconds = interval.map { max(1_000, $0.nanoseconds) } ?? 0
         let timer = ActorTimer(key: key, message: message, interval: intervalNanoseconds, cell: self)
@@ -636,7 +675,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         system.timer.schedule(timer, after: delay)
     }
 
-    override func cancelTimer(key: AnyHashable) {
+    override func cancelTimer(key: TimerKey) {
         guard let entry = extras?.timers.removeValue(forKey: key) else { return }
         let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
         timer.cancelled.store(true, ordering: .releasing)

@@ -64,7 +64,7 @@ public struct ActorContext<Message: Sendable> {
     /// key is replaced (its pending tick discarded). Timers are cancelled when the actor stops
     /// or restarts. All timers of a system share one timing thread (a heap of deadlines).
     public func startSingleTimer(key: some Hashable & Sendable, message: Message, after delay: Duration) {
-        cell.startTimer(key: AnyHashable(key), message: message, delay: delay, interval: nil)
+        cell.startTimer(key: TimerKey(key), message: message, delay: delay, interval: nil)
     }
 
     /// Sends `message` to this actor every `interval` (first after `initialDelay`, default one
@@ -73,19 +73,19 @@ public struct ActorContext<Message: Sendable> {
     /// same key is replaced.
     public func startPeriodicTimer(key: some Hashable & Sendable, message: Message, every interval: Duration,
                                    initialDelay: Duration? = nil) {
-        cell.startTimer(key: AnyHashable(key), message: message, delay: initialDelay ?? interval, interval: interval)
+        cell.startTimer(key: TimerKey(key), message: message, delay: initialDelay ?? interval, interval: interval)
     }
 
     /// Cancels the timer under `key`; a tick already in the mailbox is discarded. Unknown keys
     /// are ignored.
     public func cancelTimer(key: some Hashable & Sendable) {
-        cell.cancelTimer(key: AnyHashable(key))
+        cell.cancelTimer(key: TimerKey(key))
     }
 
     /// Whether a timer under `key` is active (a single timer stops being active once its
     /// message was handled).
     public func isTimerActive(key: some Hashable & Sendable) -> Bool {
-        cell.extras?.timers[AnyHashable(key)] != nil
+        cell.extras?.timers[TimerKey(key)] != nil
     }
 
     /// Number of this actor's active timers.
