@@ -35,6 +35,10 @@ final class CellConfig: Sendable {
     let factory: (any Sendable)?
     /// Set for ``SpawnOptions/selfInvalidating`` actors.
     let selfInvalidation: SelfInvalidation?
+    /// A restart requested from another thread and not yet acted on: the address of a
+    /// retained `RestartRequest` (0: none), exchanged in by requesters (the last one wins) and
+    /// out by the actor.
+    private let pendingRestart = Atomic<UInt>(0)
 
     init(options: SpawnOptions, dedicated: Worker?, factory: (any Sendable)?) {
         name = options.name
@@ -54,9 +58,37 @@ final class CellConfig: Sendable {
         selfInvalidation = options.selfInvalidating ? SelfInvalidation() : nil
     }
 
+    deinit { _ = takeRestartRequest() }
+
+    /// Any thread.
+    func requestRestart(_ request: RestartRequest) {
+        let address = UInt(bitPattern: Unmanaged.passRetained(request).toOpaque())
+        let replaced = pendingRestart.exchange(address, ordering: .acquiringAndReleasing)
+        if let raw = UnsafeMutableRawPointer(bitPattern: replaced) {
+            Unmanaged<RestartRequest>.fromOpaque(raw).release()
+        }
+    }
+
+    /// The actor, acting on a request (or the config going away).
+    func takeRestartRequest() -> RestartRequest? {
+        let address = pendingRestart.exchange(0, ordering: .acquiringAndReleasing)
+        guard let raw = UnsafeMutableRawPointer(bitPattern: address) else { return nil }
+        return Unmanaged<RestartRequest>.fromOpaque(raw).takeRetainedValue()
+    }
+
     static func needed(for options: SpawnOptions, hasFactory: Bool) -> Bool {
         hasFactory || options.name != nil || options.mailbox != .unbounded || options.executor != .shared
             || options.failureDecider != nil || options.tracksMailboxDepth || options.selfInvalidating
+    }
+}
+
+/// A restart asked for with ``ActorRef/requestRestart(reason:after:)``.
+final class RestartRequest: @unchecked Sendable {  // immutable; the error is only read by the actor that takes the request
+    let reason: any Error
+    let delay: Duration
+    init(reason: any Error, delay: Duration) {
+        self.reason = reason
+        self.delay = delay
     }
 }
 
@@ -172,8 +204,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Asks the actor to restart before its next message (after a pause of `delay`), keeping
     /// its mailbox. Any thread. False when it cannot: stopped, or spawned without a factory.
     final func requestRestart(reason: any Error, after delay: Duration) -> Bool {
-        guard config?.factory != nil, !isStopped else { return false }
-        system.restartReasons.withLock { $0[id] = (reason, delay) }
+        guard let config, config.factory != nil, !isStopped else { return false }
+        config.requestRestart(RestartRequest(reason: reason, delay: delay))
         lifecycle.bitwiseOr(AnyCell.restartRequestedBit, ordering: .releasing)
         sendSystem(.wake)
         return true
@@ -433,7 +465,9 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         super.init(system: system, config: config)
     }
 
+    /// The spawn factory, cast back to its type: only when restarting (a dynamic cast).
     private var factory: (@Sendable () -> Definition)? { config?.factory as? @Sendable () -> Definition }
+    private var isRestartable: Bool { config?.factory != nil }
 
     /// Runs `body` on the instance. A stateless (zero-sized) definition is used through a
     /// local copy instead: ThreadSanitizer reports accesses to a zero-sized stored property at
@@ -489,7 +523,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         extras.suspension = nil
         // A restart requested meanwhile is covered by this one.
         if lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue & AnyCell.restartRequestedBit != 0 {
-            _ = system.restartReasons.withLock { $0.removeValue(forKey: id) }
+            _ = config?.takeRestartRequest()
         }
         if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit == 0 {
             replaceInstance(reason: suspension.reason)
@@ -588,7 +622,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         let failure = ActorFailure(actor: address, error: error, failureCount: extras.failureCount, wasRetry: isRetry)
         let decider = config?.failureDecider ?? system.configuration.failureDecider
         var directive = decider(failure)
-        if directive.action == .restart && factory == nil {
+        if directive.action == .restart && !isRestartable {
             system.logger.error("\(failure); restart requested but the actor was spawned without a factory (use spawn(options:factory:)); stopping")
             directive = .stop
         }
@@ -627,8 +661,8 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// Returns true when it is delayed: the actor is now suspended.
     private func restartAsRequested() -> Bool {
         let before = lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue
-        guard before & AnyCell.restartRequestedBit != 0, factory != nil else { return false }
-        let request = system.restartReasons.withLock { $0.removeValue(forKey: id) }
+        guard before & AnyCell.restartRequestedBit != 0, isRestartable else { return false }
+        let request = config?.takeRestartRequest()
         let reason: any Error = request?.reason ?? RestartRequested()
         if let delay = request?.delay, delay > .zero, let resume = system.suspend(self, for: delay) {
             system.logger.info("\(address): restart requested (\(reason)); restarting in \(delay)")

@@ -69,8 +69,6 @@ public final class ActorSystem: Sendable {
     private let schedulerHandle: Unmanaged<Scheduler>
     let timer: DeadlineTimer
     private let registry = Locked(Registry())
-    /// Restarts requested from other threads (reason, delay), by actor id, until the actor acts.
-    let restartReasons = Locked<[UInt64: (reason: any Error, delay: Duration)]>([:])
     /// Actors paused by a delayed restart, so that shutdown can cut the pause short.
     private let suspended = Locked<(accepting: Bool, entries: [ObjectIdentifier: ResumeEntry])>((true, [:]))
     private let actorIDs = Atomic<UInt64>(0)
