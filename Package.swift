@@ -70,7 +70,7 @@ let package = Package(
         ),
         .target(
             name: "TroupeTestSupport",
-            dependencies: ["Troupe"],
+            dependencies: ["Troupe", "TroupeLocks"],
             path: "Tests/TroupeTestSupport"
         ),
         .testTarget(
