@@ -75,12 +75,13 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     private func run() {
         CTroupe_set_current_worker(Unmanaged.passUnretained(self).toOpaque())
         if let cpu { Threads.pinCurrentThread(to: cpu) }
-        // Set when this worker found work while polling, or in the re-check right after it
-        // stopped polling. Senders skip the futex wake-up while a worker polls
+        // Set when this worker found work while polling, in the re-check right after it stopped
+        // polling, or after a wake-up. Senders skip the futex wake-up while a worker polls
         // (Scheduler.notifyIdle), so a worker that takes one cell and leaves others queued
-        // passes the wake-up on; otherwise a cell could wait behind a handler that blocks this
-        // worker while another worker sleeps (the re-check case was a lost wake-up that
-        // DedicatedThreadTests hit under load, 19 stalls in 3,000 tries before the fix).
+        // passes one wake-up on, and the worker it wakes does the same: a chain that ends when
+        // the queues are empty or every worker is awake. Otherwise a cell could wait behind a
+        // handler that blocks this worker while another worker sleeps. Both the re-check case
+        // and the chain were lost wake-ups found by StressTests.blockingActorsNeverWait….
         var polled = false
         while true {
             if let cell = nextCell() {
@@ -104,8 +105,10 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
                 polled = isShared
                 continue
             }
-            polled = false
             wakeup.wait(epoch: epoch)
+            // The wake-up may stand for several that senders skipped (a poller passes on one at
+            // a time): pass on again if cells remain once this worker takes one.
+            polled = isShared
         }
         CTroupe_set_current_worker(nil)
         exited.store(true, ordering: .releasing)
