@@ -369,11 +369,7 @@ extension ActorSystem {
         of make: @escaping @Sendable () -> Definition,
         configure: @escaping @Sendable (inout Definition, Int) -> Void
     ) throws(PoolError) -> ActorPool<Definition.Message> {
-        try spawnPool(size: size, routing: routing, name: name, options: options) { index in
-            var definition = make()
-            configure(&definition, index)
-            return definition
-        }
+        try spawnPool(size: size, routing: routing, name: name, options: options, member: configuredMember(make, configure))
     }
 
     /// Spawns a pool of actors with per-type handlers.
@@ -399,11 +395,7 @@ extension ActorSystem {
         of make: @escaping @Sendable () -> Actor,
         configure: @escaping @Sendable (inout Actor, Int) -> Void
     ) throws(PoolError) -> ActorPool<AnyMessage> {
-        try spawnPool(size: size, routing: routing, name: name, options: options) { (index: Int) -> Actor in
-            var actor = make()
-            configure(&actor, index)
-            return actor
-        }
+        try spawnPool(size: size, routing: routing, name: name, options: options, member: configuredMember(make, configure))
     }
 
     static func memberSpawner<Definition: ActorDefinition & SendableMetatype>(
@@ -474,5 +466,19 @@ extension ActorRef where Message == AnyMessage {
         try askBlocking(timeout: timeout) { (reply: Reply<Value>) in
             AnyMessage(payload: payload, reply: TypedErasedReply(reply))
         }
+    }
+}
+
+/// A member closure from ActorKit's pair of blocks: make a member, then configure it with its
+/// index. Shared by the `of:configure:` forms of ``ActorSystem/spawnPool(size:routing:name:options:member:)``
+/// and of the registrar's pools.
+func configuredMember<Member>(
+    _ make: @escaping @Sendable () -> Member,
+    _ configure: @escaping @Sendable (inout Member, Int) -> Void
+) -> @Sendable (Int) -> Member {
+    { index in
+        var member = make()
+        configure(&member, index)
+        return member
     }
 }

@@ -197,11 +197,7 @@ public class ActorRegistrar {
         of make: @escaping @Sendable () -> Definition,
         configure: @escaping @Sendable (inout Definition, Int) -> Void
     ) throws(RegistryError) -> String {
-        try pool(size: size, routing: routing, name: name, options: options) { index in
-            var definition = make()
-            configure(&definition, index)
-            return definition
-        }
+        try pool(size: size, routing: routing, name: name, options: options, member: configuredMember(make, configure))
     }
 
     /// Registers a pool of actors with per-type handlers.
@@ -230,11 +226,7 @@ public class ActorRegistrar {
         of make: @escaping @Sendable () -> Actor,
         configure: @escaping @Sendable (inout Actor, Int) -> Void
     ) throws(RegistryError) -> String {
-        try pool(size: size, routing: routing, name: name, options: options) { (index: Int) -> Actor in
-            var actor = make()
-            configure(&actor, index)
-            return actor
-        }
+        try pool(size: size, routing: routing, name: name, options: options, member: configuredMember(make, configure))
     }
 
     // MARK: Plugins
