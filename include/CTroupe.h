@@ -75,8 +75,10 @@ typedef struct CTroupe_mailbox CTroupe_mailbox;
 
 /// Creates an empty, unscheduled mailbox whose owner pointer is `owner` (unretained).
 /// With `tracks_depth`, pushes and pops maintain a depth counter (two more atomic operations
-/// per message); without it `CTroupe_mailbox_depth` returns -1.
-CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth);
+/// per message); without it `CTroupe_mailbox_depth` returns -1. With `drop_oldest` (implies
+/// `tracks_depth`), senders may remove the oldest user envelope (`CTroupe_mailbox_drop_oldest`)
+/// and every dequeue takes the mailbox's pop lock.
+CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth, bool drop_oldest);
 
 /// Frees a mailbox. The caller guarantees no producer or consumer can reach it any more and
 /// that it is empty.
@@ -104,10 +106,6 @@ bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, 
 /// `CTroupe_mailbox_finish_turn`, which reschedules).
 size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity);
 
-/// Moves every envelope out of the mailbox in one splice and returns them as a list linked
-/// through `link` (NULL when empty). Consumer only. Used when an actor stops.
-CTroupe_envelope *CTroupe_mailbox_take_all(CTroupe_mailbox *mailbox);
-
 /// Ends the consumer's turn. Consumer only.
 /// Returns true when the mailbox is not empty and the caller keeps the scheduling right (it
 /// must put the mailbox on a run queue again); false when the right was released: the next
@@ -121,9 +119,18 @@ bool CTroupe_mailbox_try_acquire(CTroupe_mailbox *mailbox);
 /// Approximate under concurrency (for metrics and load balancing). Any thread.
 int64_t CTroupe_mailbox_depth(const CTroupe_mailbox *mailbox);
 
-/// Adds `delta` to the depth and returns the value before. For bounded mailboxes, which reserve
-/// a slot before pushing. Any thread.
+/// Adds `delta` to the depth and returns the value before. Any thread.
 int64_t CTroupe_mailbox_reserve(CTroupe_mailbox *mailbox, int64_t delta);
+
+/// Bounded mailboxes: counts one more user envelope if the depth is below `capacity` (a
+/// compare-and-swap loop, so the depth never exceeds it) and returns true; false when full.
+/// The caller then pushes with `reserved`. Any thread.
+bool CTroupe_mailbox_try_reserve(CTroupe_mailbox *mailbox, int64_t capacity);
+
+/// Drop-oldest mailboxes: removes the oldest user envelope and returns it (the caller owns it
+/// and dead-letters it), or NULL when the mailbox holds none. System envelopes in front of it
+/// are kept, in order, ahead of everything else. Any thread (takes the pop lock).
+CTroupe_envelope *CTroupe_mailbox_drop_oldest(CTroupe_mailbox *mailbox);
 
 /// Whether the mailbox holds no envelope (linearised on the tail). Any thread.
 bool CTroupe_mailbox_is_empty(const CTroupe_mailbox *mailbox);
@@ -181,6 +188,12 @@ int CTroupe_allowed_cpus(int *out, int capacity);
 /// The worker object of the calling thread (set by the scheduler on its threads), or NULL.
 void *CTroupe_current_worker(void);
 void CTroupe_set_current_worker(void *worker);
+
+/// Whether the calling thread is releasing the instance of an actor that just stopped (set
+/// around that release), so that a `Reply` dropped with it fails its ask as "recipient
+/// stopped" rather than "no reply". Thread-local.
+bool CTroupe_is_releasing_stopped_actor(void);
+void CTroupe_set_releasing_stopped_actor(bool releasing);
 
 /// Names a thread (at most 15 bytes). Returns 0 or the pthread error number.
 int CTroupe_set_thread_name(unsigned long thread, const char *name);

@@ -13,11 +13,25 @@
 //   API) and then reads `scheduled`; the consumer clears `scheduled`, issues a full fence and
 //   then reads the tail. In either interleaving one side sees the other, so a pushed message
 //   is always followed by a scheduling of the actor.
+// - Bounded mailboxes: `depth` counts the user envelopes in the mailbox. A sender reserves one
+//   with a compare-and-swap that never takes it above the capacity (CTroupe_mailbox_try_reserve),
+//   so the bound holds at every moment, and the consumer pops a bounded mailbox's envelopes one
+//   at a time (the Swift turn asks for one), so none wait in a popped batch either.
+// - Drop-oldest mailboxes: a sender that finds the mailbox full removes the oldest user
+//   envelope itself (CTroupe_mailbox_drop_oldest). Removal needs cds_wfcq's dequeue exclusion,
+//   so in these mailboxes every dequeue (the consumer's pops, a sender's drop) happens under
+//   `pop_lock`, a spin lock held for a few dequeues at most. System envelopes met on the way
+//   to the oldest user envelope are never dropped: they move, in order, to the `held` list,
+//   which is older than everything still queued, so the consumer pops it first. `held` counts
+//   as content for finish_turn and is_empty, read under the lock (or, in is_empty, through its
+//   atomic head), so the scheduling protocol above is unchanged: an envelope is always either
+//   in the queue or in `held`.
 #include "CTroupe.h"
 #include "tsan.h"
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <urcu/wfcqueue.h>
 
@@ -27,7 +41,13 @@ struct CTroupe_mailbox {
     struct cds_wfcq_node runq_link;   // intrusive node: a scheduled mailbox sits on one run queue
     void *owner;                      // unretained Swift cell
     _Atomic uint32_t scheduled;       // 1 while scheduled or running
+    _Atomic uint32_t pop_lock;        // drop-oldest mailboxes: dequeue exclusion (see above)
     bool tracks_depth;                // immutable after creation
+    bool drop_oldest;                 // immutable after creation
+    // Drop-oldest mailboxes: system envelopes a sender moved out of the queue, oldest first.
+    // Written under pop_lock; the head is atomic for is_empty's unlocked read.
+    _Atomic(CTroupe_envelope *) held_head;
+    CTroupe_envelope *held_tail;
     // Producer cache line: written by every push.
     alignas(64) struct cds_wfcq_tail tail;
     _Atomic int64_t depth;            // pushed (or reserved) minus popped
@@ -44,16 +64,95 @@ _Static_assert(offsetof(struct CTroupe_mailbox, tail) == 64, "head and tail on s
 _Static_assert(offsetof(struct CTroupe_mailbox, scheduled) < 64, "scheduling state on the consumer line");
 _Static_assert(sizeof(struct CTroupe_mailbox) == 128, "a mailbox is two cache lines");
 
-CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth) {
+CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth, bool drop_oldest) {
     CTroupe_mailbox *mailbox = aligned_alloc(64, sizeof(CTroupe_mailbox));
     if (mailbox == NULL) abort();
     __cds_wfcq_init(&mailbox->head, &mailbox->tail);
     cds_wfcq_node_init(&mailbox->runq_link);
     mailbox->owner = owner;
     atomic_init(&mailbox->scheduled, 0);
+    atomic_init(&mailbox->pop_lock, 0);
     atomic_init(&mailbox->depth, 0);
-    mailbox->tracks_depth = tracks_depth;
+    atomic_init(&mailbox->held_head, NULL);
+    mailbox->held_tail = NULL;
+    mailbox->tracks_depth = tracks_depth || drop_oldest;
+    mailbox->drop_oldest = drop_oldest;
     return mailbox;
+}
+
+// MARK: Drop-oldest exclusion
+
+static void lock_pops(CTroupe_mailbox *mailbox) {
+    for (unsigned spins = 0;; spins++) {
+        if (atomic_load_explicit(&mailbox->pop_lock, memory_order_relaxed) == 0
+            && atomic_exchange_explicit(&mailbox->pop_lock, 1, memory_order_acquire) == 0)
+            return;
+        // Held for a few dequeues: spin, then yield in case the holder was preempted.
+        if (spins < 64) CTroupe_cpu_relax(); else sched_yield();
+    }
+}
+
+static void unlock_pops(CTroupe_mailbox *mailbox) {
+    atomic_store_explicit(&mailbox->pop_lock, 0, memory_order_release);
+}
+
+static bool held_is_empty(CTroupe_mailbox *mailbox) {
+    return atomic_load_explicit(&mailbox->held_head, memory_order_acquire) == NULL;
+}
+
+// Under pop_lock.
+static CTroupe_envelope *pop_held(CTroupe_mailbox *mailbox) {
+    CTroupe_envelope *first = atomic_load_explicit(&mailbox->held_head, memory_order_relaxed);
+    if (first == NULL) return NULL;
+    atomic_store_explicit(&mailbox->held_head, first->link, memory_order_release);
+    if (first->link == NULL) mailbox->held_tail = NULL;
+    first->link = NULL;
+    return first;
+}
+
+// Under pop_lock.
+static void append_held(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope) {
+    envelope->link = NULL;
+    if (mailbox->held_tail == NULL) {
+        atomic_store_explicit(&mailbox->held_head, envelope, memory_order_release);
+    } else {
+        mailbox->held_tail->link = envelope;
+    }
+    mailbox->held_tail = envelope;
+}
+
+bool CTroupe_mailbox_try_reserve(CTroupe_mailbox *mailbox, int64_t capacity) {
+    int64_t depth = atomic_load_explicit(&mailbox->depth, memory_order_relaxed);
+    while (depth < capacity) {
+        if (atomic_compare_exchange_weak_explicit(&mailbox->depth, &depth, depth + 1,
+                                                  memory_order_relaxed, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+CTroupe_envelope *CTroupe_mailbox_drop_oldest(CTroupe_mailbox *mailbox) {
+    CTroupe_envelope *dropped = NULL;
+    lock_pops(mailbox);
+    for (;;) {
+        // Blocking dequeue: a producer between its tail exchange and its link store is waited
+        // for (a few instructions), so an envelope is never skipped.
+        struct cds_wfcq_node *node = __cds_wfcq_dequeue_blocking(&mailbox->head, &mailbox->tail);
+        if (node == NULL) break;
+        CTROUPE_TSAN_ACQUIRE(node);
+        CTroupe_envelope *envelope = (CTroupe_envelope *)node;
+        if (envelope->kind == CTroupe_envelope_kind_user) {
+            dropped = envelope;
+            break;
+        }
+        append_held(mailbox, envelope);
+    }
+    unlock_pops(mailbox);
+    if (dropped != NULL) {
+        atomic_fetch_sub_explicit(&mailbox->depth, 1, memory_order_relaxed);
+        dropped->link = NULL;
+    }
+    return dropped;
 }
 
 void CTroupe_mailbox_destroy(CTroupe_mailbox *mailbox) {
@@ -84,7 +183,28 @@ bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, 
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
+static size_t pop_locked(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
+    size_t count = 0;
+    int64_t user = 0;
+    lock_pops(mailbox);
+    while (count < capacity) {
+        CTroupe_envelope *envelope = pop_held(mailbox);
+        if (envelope == NULL) {
+            struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(&mailbox->head, &mailbox->tail);
+            if (node == NULL || node == CDS_WFCQ_WOULDBLOCK) break;
+            CTROUPE_TSAN_ACQUIRE(node);
+            envelope = (CTroupe_envelope *)node;
+        }
+        user += envelope->kind == CTroupe_envelope_kind_user;
+        out[count++] = envelope;
+    }
+    unlock_pops(mailbox);
+    if (user != 0) atomic_fetch_sub_explicit(&mailbox->depth, user, memory_order_relaxed);
+    return count;
+}
+
 size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
+    if (__builtin_expect(mailbox->drop_oldest, 0)) return pop_locked(mailbox, out, capacity);
     size_t count = 0;
     int64_t user = 0;
     while (count < capacity) {
@@ -100,28 +220,21 @@ size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **ou
     return count;
 }
 
-CTroupe_envelope *CTroupe_mailbox_take_all(CTroupe_mailbox *mailbox) {
-    struct __cds_wfcq_head head;
-    struct cds_wfcq_tail tail;
-    __cds_wfcq_init(&head, &tail);
-    if (__cds_wfcq_splice_blocking(&head, &tail, &mailbox->head, &mailbox->tail) == CDS_WFCQ_RET_SRC_EMPTY)
-        return NULL;
-    // Walk with the blocking iterator so every link a producer was still writing is in place.
-    int64_t count = 0;
-    struct cds_wfcq_node *first = __cds_wfcq_first_blocking(&head, &tail);
-    for (struct cds_wfcq_node *node = first; node != NULL; node = __cds_wfcq_next_blocking(&head, &tail, node)) {
-        CTROUPE_TSAN_ACQUIRE(node);
-        count += ((CTroupe_envelope *)node)->kind == CTroupe_envelope_kind_user;
-    }
-    if (mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, count, memory_order_relaxed);
-    return (CTroupe_envelope *)first;
+// Whether the queue and the held list are both empty; for drop-oldest mailboxes under the
+// lock, so that an envelope a sender is moving from the queue to `held` is seen in one of them.
+static bool content_is_empty(CTroupe_mailbox *mailbox) {
+    if (__builtin_expect(!mailbox->drop_oldest, 1)) return cds_wfcq_empty(&mailbox->head, &mailbox->tail);
+    lock_pops(mailbox);
+    bool empty = held_is_empty(mailbox) && cds_wfcq_empty(&mailbox->head, &mailbox->tail);
+    unlock_pops(mailbox);
+    return empty;
 }
 
 bool CTroupe_mailbox_finish_turn(CTroupe_mailbox *mailbox) {
-    if (!cds_wfcq_empty(&mailbox->head, &mailbox->tail)) return true;
+    if (!content_is_empty(mailbox)) return true;
     atomic_store_explicit(&mailbox->scheduled, 0, memory_order_release);
     atomic_thread_fence(memory_order_seq_cst);
-    if (cds_wfcq_empty(&mailbox->head, &mailbox->tail)) return false;
+    if (content_is_empty(mailbox)) return false;
     // A push landed between the check and the release; it or we schedule, exactly once.
     uint32_t expected = 0;
     return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, 1,
@@ -146,7 +259,7 @@ int64_t CTroupe_mailbox_reserve(CTroupe_mailbox *mailbox, int64_t delta) {
 
 bool CTroupe_mailbox_is_empty(const CTroupe_mailbox *mailbox) {
     CTroupe_mailbox *m = (CTroupe_mailbox *)mailbox;
-    return cds_wfcq_empty(&m->head, &m->tail);
+    return cds_wfcq_empty(&m->head, &m->tail) && (!m->drop_oldest || held_is_empty(m));
 }
 
 // MARK: - Run queues (same queue, same contract: wait-free push, popping under a try-lock)

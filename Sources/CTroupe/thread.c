@@ -9,6 +9,7 @@
 #include <time.h>
 
 static _Thread_local void *current_worker;
+static _Thread_local bool releasing_stopped_actor;
 
 int CTroupe_pin_current_thread(int cpu) {
     if (cpu < 0 || cpu >= CPU_SETSIZE) return EINVAL;
@@ -35,6 +36,9 @@ int CTroupe_allowed_cpus(int *out, int capacity) {
 
 void *CTroupe_current_worker(void) { return current_worker; }
 void CTroupe_set_current_worker(void *worker) { current_worker = worker; }
+
+bool CTroupe_is_releasing_stopped_actor(void) { return releasing_stopped_actor; }
+void CTroupe_set_releasing_stopped_actor(bool releasing) { releasing_stopped_actor = releasing; }
 
 int CTroupe_set_thread_name(unsigned long thread, const char *name) {
     _Static_assert(sizeof(pthread_t) == sizeof(unsigned long), "pthread_t is an unsigned long on Linux");

@@ -19,7 +19,7 @@ public final class Locked<Value>: @unchecked Sendable {  // `value` is only touc
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         let result = pthread_mutex_init(mutex, nil)
-        precondition(result == 0, "pthread_mutex_init failed with error \(result)")
+        if !(result == 0) { fatalError("pthread_mutex_init failed with error \(result)") }
     }
 
     deinit {
@@ -32,10 +32,10 @@ public final class Locked<Value>: @unchecked Sendable {  // `value` is only touc
     @inline(__always)
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         let locked = pthread_mutex_lock(mutex)
-        precondition(locked == 0, "pthread_mutex_lock failed with error \(locked)")
+        if !(locked == 0) { fatalError("pthread_mutex_lock failed with error \(locked)") }
         defer {
             let unlocked = pthread_mutex_unlock(mutex)
-            precondition(unlocked == 0, "pthread_mutex_unlock failed with error \(unlocked)")
+            if !(unlocked == 0) { fatalError("pthread_mutex_unlock failed with error \(unlocked)") }
         }
         return try body(&value)
     }

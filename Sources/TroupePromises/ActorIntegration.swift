@@ -3,11 +3,12 @@ import Troupe
 
 // MARK: ask → promise
 
-extension ActorRef {
-    /// Sends a request built around a ``Reply`` and returns a promise of the answer, without
-    /// waiting and without creating a task. Fails with the ``AskError`` of the ask (timeout,
-    /// recipient stopped, no reply, undeliverable, handler error). The promise completes on the
-    /// thread that completes the ask (the replier's worker, or the ask timer's thread).
+extension MessageTarget {
+    /// Sends a request built around a ``Reply`` (to the actor, or to the member a pool's
+    /// routing picks) and returns a promise of the answer, without waiting and without creating
+    /// a task. Fails with the ``AskError`` of the ask (timeout, recipient stopped, no reply,
+    /// undeliverable, handler error). The promise completes on the thread that completes the
+    /// ask (the replier's worker, or the ask timer's thread).
     ///
     /// ```swift
     /// counter.askPromise { .get($0) }.map { $0 + 1 }
@@ -22,17 +23,18 @@ extension ActorRef {
     }
 }
 
-extension ActorRef where Message == AnyMessage {
-    /// Sends `payload` to an actor with per-type handlers and returns a promise of the handler's
-    /// answer (of type `Value`). Fails with the ``AskError`` of the ask. Runs the ask in a Swift
-    /// task (the reply slot of `AnyMessage` is not constructible outside Troupe), so the promise
-    /// completes on a Swift concurrency thread.
+extension MessageTarget where Message == AnyMessage {
+    /// Sends `payload` to an actor with per-type handlers (or a pool of them) and returns a
+    /// promise of the handler's answer (of type `Value`). Fails with the ``AskError`` of the
+    /// ask. No task is created: the promise completes on the thread that completes the ask.
     public func askPromise<Payload: Sendable, Value: Sendable>(
         _ payload: Payload,
         returning: Value.Type = Value.self,
         timeout: Duration? = nil
     ) -> Promise<Value> {
-        Promise { try await self.ask(payload, returning: Value.self, timeout: timeout) }
+        let promise = Promise<Value>()
+        ask(payload, returning: Value.self, timeout: timeout) { result in promise.complete(result.mapError { $0 }) }
+        return promise
     }
 }
 

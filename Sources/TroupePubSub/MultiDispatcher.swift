@@ -98,8 +98,7 @@ public final class MultiDispatcher<Observer: Sendable>: Sendable {
 
     /// The class instance behind `observer`; traps for a value type, which cannot be held weakly.
     private static func instance(_ observer: Observer) -> AnyObject {
-        precondition(type(of: observer as Any) is AnyClass,
-                     "MultiDispatcher observers must be class instances (got \(type(of: observer as Any)))")
+        if !(type(of: observer as Any) is AnyClass) { fatalError("MultiDispatcher observers must be class instances (got \(type(of: observer as Any)))") }
         return observer as AnyObject
     }
 

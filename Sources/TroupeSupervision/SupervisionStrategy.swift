@@ -85,8 +85,8 @@ public struct RestartIntensity: Sendable, Hashable, CustomStringConvertible {
     /// At most `maxRestarts` restarts within `window`, then `whenExceeded`.
     /// `maxRestarts` must not be negative and `window` must be positive.
     public init(maxRestarts: Int, within window: Duration, whenExceeded: Exceeded = .stop) {
-        precondition(maxRestarts >= 0, "RestartIntensity: maxRestarts must be 0 or more, got \(maxRestarts)")
-        precondition(window > .zero, "RestartIntensity: the window must be positive, got \(window); use .unlimited for no limit")
+        if !(maxRestarts >= 0) { fatalError("RestartIntensity: maxRestarts must be 0 or more, got \(maxRestarts)") }
+        if !(window > .zero) { fatalError("RestartIntensity: the window must be positive, got \(window); use .unlimited for no limit") }
         self.maxRestarts = maxRestarts
         self.window = window
         self.whenExceeded = whenExceeded
@@ -150,12 +150,12 @@ public struct RestartBackoff: Sendable, Hashable, CustomStringConvertible {
         jitter: Double = 0.2,
         resetAfter: Duration? = nil
     ) -> RestartBackoff {
-        precondition(initial > .zero, "RestartBackoff.exponential: initial must be positive, got \(initial); use .none for no delay")
-        precondition(maximum >= initial, "RestartBackoff.exponential: maximum (\(maximum)) must be at least initial (\(initial))")
-        precondition(multiplier >= 1 && multiplier.isFinite, "RestartBackoff.exponential: multiplier must be a finite number of at least 1, got \(multiplier)")
-        precondition((0...1).contains(jitter), "RestartBackoff.exponential: jitter must be a fraction in 0...1, got \(jitter)")
+        if !(initial > .zero) { fatalError("RestartBackoff.exponential: initial must be positive, got \(initial); use .none for no delay") }
+        if !(maximum >= initial) { fatalError("RestartBackoff.exponential: maximum (\(maximum)) must be at least initial (\(initial))") }
+        if !(multiplier >= 1 && multiplier.isFinite) { fatalError("RestartBackoff.exponential: multiplier must be a finite number of at least 1, got \(multiplier)") }
+        if !((0...1).contains(jitter)) { fatalError("RestartBackoff.exponential: jitter must be a fraction in 0...1, got \(jitter)") }
         let reset = resetAfter ?? maximum
-        precondition(reset > .zero, "RestartBackoff.exponential: resetAfter must be positive, got \(reset)")
+        if !(reset > .zero) { fatalError("RestartBackoff.exponential: resetAfter must be positive, got \(reset)") }
         return RestartBackoff(initial: initial, maximum: maximum, multiplier: multiplier, jitter: jitter, resetAfter: reset)
     }
 

@@ -142,11 +142,13 @@ private struct BrokenPlugin: TroupePlugin {
             let refused = await askResult { () async throws -> String in
                 try await session.ask(Login(email: "eve@troupe.dev", password: "guess"))
             }
-            guard case .failure(.failed(let error)) = refused, case .failed(let inner) = error as? AskError else {
+            // Forwarded through the session actor, the auth actor's error arrives wrapped once.
+            guard case .failure(.failed(let inner)) = refused else {
                 Issue.record("expected the login to fail with the auth actor's error, got \(refused)")
                 return
             }
             #expect(inner as? AuthError == .badPassword("eve@troupe.dev"))
+            #expect(refused.askError?.rootCause as? AuthError == .badPassword("eve@troupe.dev"))
 
             let api = try system.pool(APIActor.self)
             let body: String = try await api.ask("/me")

@@ -3,7 +3,7 @@ import Troupe
 
 /// The case of an ``AskError`` without its payload, so tests can compare with `==`.
 public enum AskErrorKind: Sendable, Hashable {
-    case timedOut, recipientStopped, noReply, undeliverable, failed, typeMismatch, blockingOnWorkerThread
+    case timedOut, recipientStopped, noReply, undeliverable, failed, typeMismatch, blockingOnWorkerThread, cancelled
 }
 
 extension AskError {
@@ -16,6 +16,7 @@ extension AskError {
         case .failed: .failed
         case .typeMismatch: .typeMismatch
         case .blockingOnWorkerThread: .blockingOnWorkerThread
+        case .cancelled: .cancelled
         }
     }
 }

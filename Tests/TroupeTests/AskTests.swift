@@ -99,6 +99,79 @@ import TroupeTestSupport
         }
     }
 
+    /// Cancelling the asking task ends its ask at once with `.cancelled` (the ask timeout is
+    /// 60 s); the request stays sent, and its late answer is discarded.
+    @Test func cancellingTheAskingTaskEndsTheAskAtOnce() async throws {
+        try await withTestSystem { system in
+            let server = system.spawn(AskServer())
+            let asking = Task { await askResult { try await server.ask(timeout: .seconds(60)) { AskServer.Message.hold($0) } as Int } }
+            var seen = 0
+            while seen < 2 {
+                seen = try await server.ask { AskServer.Message.requestsSeen($0) }
+                if seen < 2 { try await Task.sleep(for: .milliseconds(1)) }
+            }
+            asking.cancel()
+            let result = await asking.value
+            #expect(result.askError?.kind == .cancelled)
+            // The held reply is answered late: the answer is discarded (its Reply says so).
+            let late = try await server.ask { AskServer.Message.answerHeld(5, $0) }
+            #expect(late == [false], "the cancelled ask was already completed")
+        }
+    }
+
+    @Test func anAskFromACancelledTaskSendsNothing() async throws {
+        try await withTestSystem { system in
+            let received = Recorder<Int>()
+            let probe = system.spawn(Probe<Int>(received: received))
+            let asking = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return await askResult { try await probe.ask(timeout: .seconds(60)) { (_: Reply<Int>) in 1 } }
+            }
+            #expect(await asking.value.askError?.kind == .cancelled)
+            probe.tell(2)
+            await waitUntil("the later message arrived") { received.count >= 1 }
+            #expect(received.values == [2], "the cancelled task's request was never sent")
+        }
+    }
+
+    /// Many asks cancelled at random moments all end, each exactly once, with an answer or
+    /// `.cancelled` (the race between the cancel handler and the continuation's installation).
+    @Test func asksCancelledAtRandomMomentsAllEnd() async throws {
+        try await withTestSystem { system in
+            let server = system.spawn(AskServer())
+            let outcomes = await withTaskGroup(of: AskErrorKind?.self) { group in
+                for value in 0..<500 {
+                    let task = Task { await askResult { try await server.ask(timeout: .seconds(60)) { AskServer.Message.double(value, $0) } } }
+                    if value % 2 == 0 { task.cancel() }
+                    group.addTask { await task.value.askError?.kind }
+                }
+                return await group.reduce(into: [AskErrorKind?]()) { $0.append($1) }
+            }
+            #expect(outcomes.count == 500)
+            #expect(outcomes.allSatisfy { $0 == nil || $0 == .cancelled })
+            #expect(outcomes.contains(nil))
+        }
+    }
+
+    /// An error forwarded through several asks reaches the first asker wrapped once, and
+    /// `rootCause` gives the handler's own error whatever the wrapping.
+    @Test func anErrorForwardedThroughAsksIsWrappedOnce() async throws {
+        try await withTestSystem { system in
+            let server = system.spawn(AskServer())
+            let inner = await askResult { try await server.ask { AskServer.Message.failWith("root", $0) } as Int }
+            guard let innerError = inner.askError else { Issue.record("expected a failure"); return }
+            // A forwarding actor fails its own Reply with the AskError it got.
+            let forwarded = await askResult { try await server.ask { reply -> AskServer.Message in
+                reply.fail(innerError)
+                return .drop(reply)
+            } as Int }
+            guard case .failed(let error)? = forwarded.askError else { Issue.record("got \(forwarded)"); return }
+            #expect(error as? TestError == TestError("root"))
+            #expect(AskError.failed(AskError.failed(TestError("root"))).rootCause as? TestError == TestError("root"))
+            #expect(AskError.noReply.rootCause is AskError)
+        }
+    }
+
     @Test func handlerDroppingTheReplyFailsWithNoReplyAtOnce() async throws {
         try await withTestSystem { system in
             let server = system.spawn(AskServer())
@@ -243,11 +316,21 @@ import TroupeTestSupport
         }
     }
 
-    @Test func askBlockingInsideADedicatedThreadHandlerFailsWithBlockingOnWorkerThread() async throws {
+    /// Dedicated-thread actors exist for blocking code: `askBlocking` works there.
+    @Test func askBlockingInsideADedicatedThreadHandlerReturnsTheAnswer() async throws {
         try await withTestSystem { system in
             let server = system.spawn(AskServer())
             let caller = system.spawn(BlockingCaller(target: server), options: SpawnOptions(executor: .dedicatedThread))
             let result = try await caller.ask { BlockingCaller.Message.callBlocking($0) }
+            #expect(try result.get() == 2)
+        }
+    }
+
+    /// ... except asking itself, which would wait for its own thread.
+    @Test func aDedicatedActorAskingItselfBlockingFailsAtOnce() async throws {
+        try await withTestSystem { system in
+            let caller = system.spawn(SelfBlockingCaller(), options: SpawnOptions(executor: .dedicatedThread))
+            let result = try await caller.ask { SelfBlockingCaller.Message.callSelf($0) }
             #expect(result.askError?.kind == .blockingOnWorkerThread)
         }
     }
@@ -406,6 +489,25 @@ struct BlockingCaller: ActorDefinition {
             reply.succeed(Result { () throws(AskError) -> Int in
                 try target.askBlocking(timeout: .seconds(30)) { AskServer.Message.double(1, $0) }
             })
+        }
+    }
+}
+
+/// A dedicated-thread actor that asks itself with `askBlocking`.
+struct SelfBlockingCaller: ActorDefinition {
+    enum Message: Sendable {
+        case callSelf(Reply<Result<Int, AskError>>)
+        case answer(Reply<Int>)
+    }
+
+    func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .callSelf(let reply):
+            let me = context.ref
+            reply.succeed(Result { () throws(AskError) -> Int in
+                try me.askBlocking(timeout: .seconds(30)) { Message.answer($0) }
+            })
+        case .answer(let reply): reply.succeed(1)
         }
     }
 }

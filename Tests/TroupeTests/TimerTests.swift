@@ -36,6 +36,24 @@ import TroupeTestSupport
         }
     }
 
+    /// NNKit's polling object stops after its next iteration when its interval is zero or less;
+    /// so does a periodic timer (it used to become a 1 µs timer: thousands of ticks).
+    @Test(arguments: [Duration.zero, .milliseconds(-5)])
+    func aPeriodicTimerWithAnIntervalOfZeroOrLessTicksOnceAndStops(interval: Duration) async throws {
+        try await withTestSystem { system in
+            let ticks = Recorder<String>()
+            let actor = system.spawn(Ticker(ticks: ticks))
+            actor.tell(.startPeriodic(key: "p", tag: "tick", every: interval))
+            await waitUntil("the one tick") { ticks.count >= 1 }
+            // A later timer proves time has passed for any further tick to arrive.
+            actor.tell(.startSingle(key: "probe", tag: "probe", after: .milliseconds(100)))
+            await waitUntil("probe") { ticks.values.contains("probe") }
+            #expect(ticks.values == ["tick", "probe"])
+            let active = try await actor.ask { Ticker.Message.isActive("p", $0) }
+            #expect(!active, "the timer ended after its one tick")
+        }
+    }
+
     @Test func startingATimerUnderAnActiveKeyReplacesIt() async throws {
         try await withTestSystem { system in
             let ticks = Recorder<String>()

@@ -26,7 +26,6 @@ final class CellConfig: Sendable {
     let name: String?
     let capacity: Int                  // 0: unbounded
     let overflow: MailboxOverflowPolicy
-    let droppedOldestDebt = Atomic<Int>(0)   // drop-oldest: messages the consumer must drop
     let dedicated: Worker?
     let failureDecider: FailureDecider?
     let tracksDepth: Bool
@@ -47,7 +46,9 @@ final class CellConfig: Sendable {
             capacity = 0
             overflow = .fail
         case .bounded(let bound, let policy):
-            precondition(bound > 0, "a bounded mailbox needs a capacity of at least 1, got \(bound)")
+            if bound < 1 {
+                fatalError("SpawnOptions.mailbox: .bounded(capacity: \(bound), …) needs a capacity of at least 1; use .unbounded for no limit")
+            }
             capacity = bound
             overflow = policy
         }
@@ -138,6 +139,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     var flags: UInt8 = 0
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: UInt8
+    /// Where `ActorCell`'s instance lives, in bytes from the object's start (set once, by the
+    /// initialiser; it fills padding, so the cell does not grow).
+    var instanceOffset: UInt32 = 0
     var extras: CellExtras?
     var registryNext: AnyCell?
     unowned(unsafe) var registryPrevious: AnyCell?
@@ -150,6 +154,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     static let crashRequestedFlag: UInt8 = 4
     static let suspendedFlag: UInt8 = 8
     static let invalidationCheckFlag: UInt8 = 16
+    static let instanceReleasedFlag: UInt8 = 32
     static let unboundedMode: UInt8 = 0
     static let boundedMode: UInt8 = 1
     static let boundedDropOldestMode: UInt8 = 2
@@ -163,7 +168,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         } else {
             mailboxMode = AnyCell.unboundedMode
         }
-        self.mailbox = CTroupe_mailbox_create(nil, config?.tracksDepth ?? false)!
+        self.mailbox = CTroupe_mailbox_create(nil, config?.tracksDepth ?? false, mailboxMode == AnyCell.boundedDropOldestMode)!
         CTroupe_mailbox_set_owner(mailbox, Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -406,15 +411,25 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
         var outcome = TellOutcome.enqueued
         var reserved = false
         if mailboxMode != AnyCell.unboundedMode, let config {
-            let before = CTroupe_mailbox_reserve(mailbox, 1)
-            if before >= config.capacity {
+            // The reservation never takes the depth above the capacity (CTroupe.h), so a bounded
+            // mailbox holds at most `capacity` user messages at every moment.
+            let capacity = Int64(config.capacity)
+            if !CTroupe_mailbox_try_reserve(mailbox, capacity) {
                 switch config.overflow {
                 case .dropNewest, .fail:
-                    _ = CTroupe_mailbox_reserve(mailbox, -1)
                     return reject(message, .mailboxFull(config.overflow), askToken: askToken)
                 case .dropOldest:
-                    config.droppedOldestDebt.add(1, ordering: .relaxed)
-                    outcome = .enqueuedDroppingOldest
+                    // Make room now, on the sender's thread: the oldest pending user message is
+                    // taken out and dead-lettered before this send returns.
+                    repeat {
+                        if let dropped = CTroupe_mailbox_drop_oldest(mailbox) {
+                            deadLetter(Envelope(raw: dropped), .mailboxFull(.dropOldest))
+                            outcome = .enqueuedDroppingOldest
+                        } else {
+                            // Full of reservations whose envelopes are still being pushed.
+                            CTroupe_cpu_relax()
+                        }
+                    } while !CTroupe_mailbox_try_reserve(mailbox, capacity)
                 }
             }
             reserved = true
@@ -427,11 +442,12 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
     }
 
     private func reject(_ message: consuming Message, _ reason: DeadLetterReason, askToken: UnsafeMutableRawPointer?) -> TellOutcome {
+        // Counted first: an asker that reads the count after its error sees this dead letter.
+        let kept = message
+        system.deadLetters.record(reason, recipient: address, message: kept)
         if let askToken {
             Unmanaged<AskStateBase>.fromOpaque(askToken).takeRetainedValue().failDelivery(reason)
         }
-        let kept = message
-        system.deadLetters.record(reason, recipient: address, message: kept)
         return .deadLettered(reason)
     }
 
@@ -442,13 +458,16 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
     func watch(_ target: AnyCell, mapping: NoticeMapping<Message>) { fatalError("subclass") }
     func unwatch(_ target: AnyCell) { fatalError("subclass") }
 
-    /// Dead-letters a popped user envelope. Consumer only.
+    /// Dead-letters a user envelope its caller owns: popped by the consumer, or taken out of a
+    /// full drop-oldest mailbox by a sender.
     final func deadLetter(_ envelope: Envelope, _ reason: DeadLetterReason) {
-        if let token = envelope.askToken {
+        let token = envelope.askToken
+        let message = envelope.take(as: Message.self)
+        // Counted first: an asker that reads the count after its error sees this dead letter.
+        system.deadLetters.record(reason, recipient: address, message: message)
+        if let token {
             Unmanaged<AskStateBase>.fromOpaque(token).takeRetainedValue().failDelivery(reason)
         }
-        let message = envelope.take(as: Message.self)
-        system.deadLetters.record(reason, recipient: address, message: message)
     }
 }
 
@@ -458,11 +477,17 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     /// Touched only by the holder of the scheduling right, which the mailbox protocol makes
     /// exclusive; the dynamic exclusivity check would cost a runtime call per message.
-    @exclusivity(unchecked) var instance: Definition
+    /// `nil` once the actor has stopped: the instance is released on the actor's own thread
+    /// right after `stopped` runs (``releaseInstance()``), so that whatever it held (a pending
+    /// ``Reply``, a connection) goes at once, not when the last ``ActorRef`` does.
+    @exclusivity(unchecked) var instance: Definition?
 
     init(system: ActorSystem, instance: consuming Definition, config: CellConfig?) {
         self.instance = instance
         super.init(system: system, config: config)
+        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        let offset = withUnsafeMutablePointer(to: &self.instance) { UnsafeMutableRawPointer($0) - base }
+        instanceOffset = UInt32(offset)
     }
 
     /// The spawn factory, cast back to its type: only when restarting (a dynamic cast).
@@ -473,13 +498,32 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// local copy instead: ThreadSanitizer reports accesses to a zero-sized stored property at
     /// the object's base address, which other threads legitimately touch (false races), and a
     /// value without state has nothing to write back.
+    ///
+    /// The instance is reached through its address (`instanceOffset` from the object's start;
+    /// an object never moves), where the optional's `.some(x)` keeps `x`: unwrapping the
+    /// optional in this unspecialised generic code would look up the metadata of
+    /// `Optional<Definition>` on every message (a hash-table search in the runtime, ~500
+    /// instructions). Only called while the instance exists (before the actor stops).
     @inline(__always)
     private func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
+        assert(flags & AnyCell.instanceReleasedFlag == 0, "the instance of a stopped actor was used")
+        let typed = (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Int(instanceOffset))
+            .assumingMemoryBound(to: Definition.self)
         if MemoryLayout<Definition>.size == 0 {
-            var stateless = instance
+            var stateless = typed.pointee
             return try body(&stateless)
         }
-        return try body(&instance)
+        return try body(&typed.pointee)
+    }
+
+    /// Drops the instance of a stopped actor. A ``Reply`` it held fails its ask now, with
+    /// ``AskError/recipientStopped``. Called by the holder of the scheduling right, after
+    /// `stopped` (or for an actor that never started).
+    func releaseInstance() {
+        flags |= AnyCell.instanceReleasedFlag
+        CTroupe_set_releasing_stopped_actor(true)
+        instance = nil
+        CTroupe_set_releasing_stopped_actor(false)
     }
 
     private var context: ActorContext<Message> { ActorContext(cell: self) }
@@ -489,8 +533,11 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             if !beginTurnSlowly() { return suspensionTurnEnded() }
         }
         var handled = 0
+        // A bounded mailbox gives up its envelopes one at a time, so that none wait in a popped
+        // batch beyond the capacity.
+        let perPop = mailboxMode == AnyCell.unboundedMode ? limit : 1
         while handled < limit {
-            let count = CTroupe_mailbox_pop_batch(mailbox, buffer, limit - handled)
+            let count = CTroupe_mailbox_pop_batch(mailbox, buffer, min(perPop, limit - handled))
             if count == 0 { break }
             for index in 0..<count {
                 handle(Envelope(raw: buffer[index].unsafelyUnwrapped))
@@ -556,12 +603,6 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
                 extras!.held.insert(envelope.raw, at: 0)
                 return
             }
-        }
-        if _slowPath(mailboxMode == AnyCell.boundedDropOldestMode), let config,
-           config.droppedOldestDebt.load(ordering: .relaxed) > 0 {
-            config.droppedOldestDebt.subtract(1, ordering: .relaxed)
-            deadLetter(envelope, .mailboxFull(.dropOldest))
-            return
         }
         let token = envelope.askToken
         deliver(envelope.take(as: Message.self), token: token)
@@ -630,13 +671,14 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         if directive.failingMessage == .retryOnce && !isRetry {
             extras.retry = (message, token)
         } else {
-            // An asker learns the handler's error, not just that its Reply was dropped.
+            system.deadLetters.record(.handlerFailed("\(error)"), recipient: address, message: message)
+            // An asker learns the handler's error, not just that its Reply was dropped (after
+            // the count, so that it can read the count).
             if let token {
                 let state = Unmanaged<AskStateBase>.fromOpaque(token)
                 state.takeUnretainedValue().failHandler(error)
                 state.release()
             }
-            system.deadLetters.record(.handlerFailed("\(error)"), recipient: address, message: message)
         }
         switch directive.action {
         case .resume:
@@ -690,10 +732,10 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         guard let retry = extras?.retry else { return }
         extras?.retry = nil
         if isStopped {
+            system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
             if let token = retry.token {
                 Unmanaged<AskStateBase>.fromOpaque(token).takeRetainedValue().failDelivery(.recipientStopped)
             }
-            system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
             return
         }
         deliver(retry.message as! Message, token: retry.token, isRetry: true)
@@ -703,7 +745,9 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     override func startTimer(key: TimerKey, message: Message, delay: Duration, interval: Duration?) {
         cancelTimer(key: key)
-        let intervalNanoseconds = interval.map { max(1_000, $0.nanoseconds) } ?? 0
+        // An interval of zero or less ends the timer after its next tick, as NNKit's polling
+        // object does: it is a single timer. Positive intervals are at least 1 µs.
+        let intervalNanoseconds = interval.map { $0 > .zero ? max(1_000, $0.nanoseconds) : 0 } ?? 0
         let timer = ActorTimer(key: key, message: message, interval: intervalNanoseconds, cell: self)
         extrasCreatingIfNeeded.timers[key] = timer
         system.timer.schedule(timer, after: delay)
@@ -763,12 +807,13 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             extras.watching.removeAll()
             if let retry = extras.retry {
                 extras.retry = nil
+                system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
                 if let token = retry.token {
                     Unmanaged<AskStateBase>.fromOpaque(token).takeRetainedValue().failDelivery(.recipientStopped)
                 }
-                system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
             }
         }
+        releaseInstance()
         system.hooks.actorStopped(address)
         system.unregister(self, reason: reason)
         config?.dedicated?.requestExit()

@@ -70,7 +70,9 @@ public struct ActorContext<Message: Sendable> {
     /// Sends `message` to this actor every `interval` (first after `initialDelay`, default one
     /// interval), under `key`, at a fixed rate. While one tick waits in the mailbox further
     /// ticks are skipped, so a busy actor never accumulates a backlog of them. A timer with the
-    /// same key is replaced.
+    /// same key is replaced. An `interval` of zero or less makes the timer stop after its next
+    /// tick (after `initialDelay`, default at once), as NNKit's polling object does; intervals
+    /// below 1 µs are raised to 1 µs.
     public func startPeriodicTimer(key: some Hashable & Sendable, message: Message, every interval: Duration,
                                    initialDelay: Duration? = nil) {
         cell.startTimer(key: TimerKey(key), message: message, delay: initialDelay ?? interval, interval: interval)

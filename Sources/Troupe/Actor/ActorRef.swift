@@ -56,13 +56,15 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
     }
 
     /// Blocks the calling thread until the answer arrives: for callers outside the runtime,
-    /// such as a command-line program's main thread. On a Troupe worker thread it fails at once
-    /// with ``AskError/blockingOnWorkerThread`` instead of risking a deadlock.
+    /// such as a command-line program's main thread, and for actors spawned with
+    /// ``ActorExecutor/dedicatedThread`` (blocking is what their thread is for). On a shared
+    /// worker thread, or from a dedicated actor asking itself, it fails at once with
+    /// ``AskError/blockingOnWorkerThread`` instead of deadlocking.
     public func askBlocking<Value: Sendable>(
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
-        try Asking.blocking(cell.system, timeout: timeout) { state, limit in
+        try Asking.blocking(cell.system, timeout: timeout, targets: { $0 === cell }) { state, limit in
             sendAsk(request(Reply(state)), state: state, timeout: limit)
         }
     }

@@ -3,14 +3,23 @@ internal import CTroupe
 /// The three ways to wait for an ask, shared by ``ActorRef`` and ``ActorPool``: they differ only
 /// in `send`, which delivers the request built around the ask's state (and arms its timeout).
 enum Asking {
-    /// Suspends until the ask completes (answer, error, timeout, drop or failed delivery).
+    /// Suspends until the ask completes (answer, error, timeout, drop, failed delivery, or the
+    /// awaiting task's cancellation).
     static func await<Value: Sendable>(
         _ system: ActorSystem, timeout: Duration?,
         send: (AskState<Value>, Duration) -> Void
     ) async throws(AskError) -> Value {
         let limit = timeout ?? system.configuration.askTimeout
-        let result: Result<Value, AskError> = await withUnsafeContinuation { continuation in
-            send(AskState<Value>(continuation: continuation, timeout: limit, timer: system.timer), limit)
+        // A task cancelled before the ask sends nothing.
+        if Task.isCancelled { throw .cancelled }
+        let state = AskState<Value>(timeout: limit, timer: system.timer)
+        let result: Result<Value, AskError> = await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                if state.install(continuation) { send(state, limit) }
+            }
+        } onCancel: {
+            // Ends the ask at once; the request, if sent, stays sent and its late answer is dropped.
+            state.cancel()
         }
         return try result.get()
     }
@@ -25,12 +34,21 @@ enum Asking {
         send(AskState<Value>(timeout: limit, timer: system.timer, callback: onReply), limit)
     }
 
-    /// Blocks the calling thread; refuses on a Troupe worker thread, where it could deadlock.
+    /// Blocks the calling thread. Refuses where waiting could deadlock: on a shared worker
+    /// (the answer may need that very worker), and on a dedicated actor's thread when that
+    /// actor is among `targets` (it would wait for itself). A dedicated actor may block on
+    /// other actors: that is what its thread is for.
     static func blocking<Value: Sendable>(
-        _ system: ActorSystem, timeout: Duration?,
+        _ system: ActorSystem, timeout: Duration?, targets: (AnyCell) -> Bool,
         send: (AskState<Value>, Duration) -> Void
     ) throws(AskError) -> Value {
-        if CTroupe_current_worker() != nil { throw .blockingOnWorkerThread }
+        if let raw = CTroupe_current_worker() {
+            let refused = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker in
+                guard !worker.isShared, let served = worker.servedCell else { return true }
+                return targets(served)
+            }
+            if refused { throw .blockingOnWorkerThread }
+        }
         let waiter = ReplyWaiter<Value>()
         callback(system, timeout: timeout, onReply: { waiter.complete($0) }, send: send)
         return try waiter.wait().get()

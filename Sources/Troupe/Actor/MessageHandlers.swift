@@ -58,8 +58,9 @@ final class TypedErasedReply<Value: Sendable>: ErasedReply, @unchecked Sendable 
 /// (``DeadLetterReason/unhandledMessageType(_:)``); an asker learns it at once. Dispatch costs
 /// one dictionary lookup per message: prefer ``ActorDefinition`` with an enum on hot paths.
 public protocol HandlerActor: SendableMetatype {
-    /// Registers the handlers; called once on the actor before its first message (and again on
-    /// a fresh instance after a restart).
+    /// Registers the handlers; called once per instance when it is spawned (on the spawner's
+    /// thread, before `started`), and for each fresh instance a restart makes. Registering a
+    /// message type twice is a misuse reported there.
     mutating func setup(_ on: inout MessageHandlers<Self>)
     mutating func started(context: ActorContext<AnyMessage>)
     mutating func stopped(context: ActorContext<AnyMessage>)
@@ -80,14 +81,27 @@ extension HandlerActor {
 public struct MessageHandlers<Actor> {
     typealias Handler = (inout Actor, any Sendable, ErasedReply?, ActorContext<AnyMessage>) throws -> Void
     var table: [ObjectIdentifier: Handler] = [:]
+    /// Message types registered more than once (a misuse reported at spawn).
+    var duplicates: [String] = []
 
     init() {}
 
     private mutating func add<Payload>(_ type: Payload.Type, _ handler: @escaping Handler) {
         let key = ObjectIdentifier(type)
-        precondition(table[key] == nil,
-                     "MessageHandlers: a handler for \(Payload.self) is already registered; register exactly one handler per message type")
+        if table[key] != nil { duplicates.append("\(Payload.self)") }
         table[key] = handler
+    }
+
+    /// The handler table of `actor`, set up now (on the spawner's thread, so that a misuse is
+    /// reported where the actor is spawned). Traps, with a message that says what to do, when
+    /// `setup` registered a message type twice.
+    static func built(for actor: inout Actor) -> MessageHandlers where Actor: HandlerActor {
+        var handlers = MessageHandlers()
+        actor.setup(&handlers)
+        if !handlers.duplicates.isEmpty {
+            fatalError("\(Actor.self).setup registers more than one handler for \(handlers.duplicates.joined(separator: ", ")); register exactly one handler per message type (an enum payload covers several cases)")
+        }
+        return handlers
     }
 
     /// Void reaction: do the work. An asker (expecting `Void`) is answered when it is done.
@@ -98,6 +112,21 @@ public struct MessageHandlers<Actor> {
         add(type) { actor, payload, reply, context in
             try body(&actor, payload as! Payload, context)
             reply?.succeed(())
+        }
+    }
+
+    /// Result reaction answering with a value or an error: `.failure(error)` fails the ask
+    /// (the asker sees ``AskError/failed(_:)``) without failing the actor, which goes on with
+    /// its state, unlike a thrown error.
+    public mutating func result<Payload: Sendable, Value: Sendable>(
+        _ type: Payload.Type,
+        _ body: @escaping (inout Actor, Payload, ActorContext<AnyMessage>) -> Result<Value, any Error>
+    ) {
+        add(type) { actor, payload, reply, context in
+            switch body(&actor, payload as! Payload, context) {
+            case .success(let value): reply?.succeed(value)
+            case .failure(let error): reply?.fail(AskError.wrapping(error))
+            }
         }
     }
 
@@ -141,13 +170,17 @@ public struct MessageHandlers<Actor> {
 /// Runs a ``HandlerActor`` as an ``ActorDefinition``.
 struct HandlerHost<Actor: HandlerActor>: ActorDefinition {
     var actor: Actor
-    var handlers = MessageHandlers<Actor>()
+    var handlers: MessageHandlers<Actor>
 
-    init(_ actor: consuming Actor) { self.actor = actor }
+    /// Sets the handlers up at once: at spawn for the first instance, in the factory call for
+    /// a restarted one.
+    init(_ actor: consuming Actor) {
+        var actor = actor
+        handlers = MessageHandlers.built(for: &actor)
+        self.actor = actor
+    }
 
     mutating func started(context: ActorContext<AnyMessage>) {
-        handlers = MessageHandlers()
-        actor.setup(&handlers)
         actor.started(context: context)
     }
 
@@ -158,8 +191,6 @@ struct HandlerHost<Actor: HandlerActor>: ActorDefinition {
     }
 
     mutating func didRestart(reason: any Error, context: ActorContext<AnyMessage>) {
-        handlers = MessageHandlers()
-        actor.setup(&handlers)
         actor.didRestart(reason: reason, context: context)
     }
 
@@ -167,8 +198,8 @@ struct HandlerHost<Actor: HandlerActor>: ActorDefinition {
         let payloadType = type(of: message.payload)
         guard let handler = handlers.table[ObjectIdentifier(payloadType)] else {
             let reason = DeadLetterReason.unhandledMessageType("\(payloadType)")
-            message.reply?.fail(.undeliverable(reason))
             context.system.deadLetters.record(reason, recipient: context.address, message: message.payload)
+            message.reply?.fail(.undeliverable(reason))
             return
         }
         // A failure reaches the asker through the cell (which may retry the message first).
@@ -198,11 +229,13 @@ extension ActorContext {
     }
 }
 
-extension ActorRef where Message == AnyMessage {
-    /// Sends any value; the actor's handler for its type handles it.
+/// The per-type forms of tell and ask, shared by refs and pools of ``HandlerActor``s: any
+/// `Sendable` value is the message, and the handler registered for its type answers.
+extension MessageTarget where Message == AnyMessage {
+    /// Sends any value; the handler for its type handles it (in a pool: the chosen member's).
     @discardableResult
     public func tell<Payload: Sendable>(_ payload: Payload) -> TellOutcome {
-        cell.send(AnyMessage(payload: payload, reply: nil))
+        tell(AnyMessage(payload: payload, reply: nil))
     }
 
     /// Sends any value and waits for the handler's answer, of type `Value`.
@@ -211,8 +244,50 @@ extension ActorRef where Message == AnyMessage {
         returning: Value.Type = Value.self,
         timeout: Duration? = nil
     ) async throws(AskError) -> Value {
-        try await ask(timeout: timeout) { (reply: Reply<Value>) in
-            AnyMessage(payload: payload, reply: TypedErasedReply(reply))
-        }
+        try await ask(timeout: timeout) { (reply: Reply<Value>) in AnyMessage.request(payload, reply) }
+    }
+
+    /// Sends any value and calls `onReply` exactly once with the handler's answer (of type
+    /// `Value`) or the ask's error, on the thread that completes the ask. No task is created.
+    public func ask<Payload: Sendable, Value: Sendable>(
+        _ payload: Payload,
+        returning: Value.Type = Value.self,
+        timeout: Duration? = nil,
+        onReply: @escaping @Sendable (Result<Value, AskError>) -> Void
+    ) {
+        ask(timeout: timeout, { (reply: Reply<Value>) in AnyMessage.request(payload, reply) }, onReply: onReply)
+    }
+
+    /// Sends any value and blocks the calling thread until the handler answers: ActorKit's
+    /// `sync` for per-type handler actors. Refused where it could deadlock, with
+    /// ``AskError/blockingOnWorkerThread`` (see ``ActorRef/askBlocking(timeout:_:)``).
+    public func askBlocking<Payload: Sendable, Value: Sendable>(
+        _ payload: Payload,
+        returning: Value.Type = Value.self,
+        timeout: Duration? = nil
+    ) throws(AskError) -> Value {
+        try askBlocking(timeout: timeout) { (reply: Reply<Value>) in AnyMessage.request(payload, reply) }
+    }
+}
+
+extension AnyMessage {
+    /// A request: `payload` with the reply slot its handler answers through.
+    static func request<Value: Sendable>(_ payload: any Sendable, _ reply: Reply<Value>) -> AnyMessage {
+        AnyMessage(payload: payload, reply: TypedErasedReply(reply))
+    }
+}
+
+extension ActorContext {
+    /// Asks an actor with per-type handlers without blocking this one: the handler's answer
+    /// (of type `Value`) or the ask's error comes back as `message(result)`. No task is created.
+    public func ask<Payload: Sendable, Value: Sendable>(
+        _ target: ActorRef<AnyMessage>,
+        _ payload: Payload,
+        returning: Value.Type = Value.self,
+        timeout: Duration? = nil,
+        then message: @escaping @Sendable (Result<Value, AskError>) -> Message
+    ) {
+        let me = ref
+        target.ask(payload, returning: Value.self, timeout: timeout) { result in me.tell(message(result)) }
     }
 }

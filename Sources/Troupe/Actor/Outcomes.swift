@@ -31,8 +31,26 @@ public enum AskError: Error, Sendable, CustomStringConvertible {
     case failed(any Error)
     /// The handler answered with a value of another type than the asker expected.
     case typeMismatch(expected: String, actual: String)
-    /// `askBlocking` was called on a Troupe worker thread, where blocking could deadlock.
+    /// `askBlocking` was called where waiting could deadlock: on a shared Troupe worker thread,
+    /// or by a dedicated-thread actor asking itself.
     case blockingOnWorkerThread
+    /// The awaiting task was cancelled. A request already sent stays sent (the target may
+    /// still handle it); its answer is discarded.
+    case cancelled
+
+    /// An error for a failed ask: `error` itself when it is already an ``AskError``, else
+    /// ``failed(_:)`` wrapping it.
+    static func wrapping(_ error: any Error) -> AskError {
+        (error as? AskError) ?? .failed(error)
+    }
+
+    /// The error at the root of this one: for ``failed(_:)`` the handler's error (unwrapping
+    /// nested ``failed(_:)`` from asks forwarded through several actors), else `self`.
+    public var rootCause: any Error {
+        var current: any Error = self
+        while case .failed(let inner)? = current as? AskError { current = inner }
+        return current
+    }
 
     public var description: String {
         switch self {
@@ -42,7 +60,8 @@ public enum AskError: Error, Sendable, CustomStringConvertible {
         case .undeliverable(let reason): "ask failed: the request became a dead letter (\(reason))"
         case .failed(let error): "ask failed: the handler answered with an error: \(error)"
         case .typeMismatch(let expected, let actual): "ask failed: expected a reply of type \(expected), got \(actual)"
-        case .blockingOnWorkerThread: "askBlocking called on a Troupe worker thread; use `try await ask` or context.ask inside actors"
+        case .blockingOnWorkerThread: "askBlocking called where it could deadlock (a shared Troupe worker thread, or a dedicated actor asking itself); use `try await ask` or context.ask inside actors"
+        case .cancelled: "ask cancelled: the awaiting task was cancelled (a request already sent may still be handled)"
         }
     }
 }

@@ -1,3 +1,4 @@
+internal import CTroupe
 import Synchronization
 
 /// The state of one pending ask: completed exactly once, by the reply, the timeout, a failed
@@ -12,16 +13,23 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // subclass state is set 
     func failHandler(_ error: any Error) {}
 }
 
-final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // fields are written before the state is shared and read once, by the winner of `completed`
+final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // fields are written before the state is shared (the continuation before `installed` is set) and read once, by the winner of `completed`
     typealias Completion = Result<Value, AskError>
 
-    private let continuation: UnsafeContinuation<Completion, Never>?
+    private var continuation: UnsafeContinuation<Completion, Never>?
     private let callback: (@Sendable (Completion) -> Void)?
     private let timeout: Duration
     private let timer: DeadlineTimer?
+    /// Cancellation of an awaiting ask (Dekker-style, both sequentially consistent): the
+    /// awaiting task sets `installed` after storing its continuation and then reads
+    /// `cancelRequested`; the cancelling thread sets `cancelRequested` and then reads
+    /// `installed`. At least one of them sees the other and completes the ask.
+    private let installed = Atomic<Bool>(false)
+    private let cancelRequested = Atomic<Bool>(false)
 
-    init(continuation: UnsafeContinuation<Completion, Never>, timeout: Duration, timer: DeadlineTimer) {
-        self.continuation = continuation
+    /// An awaiting ask; its continuation comes with ``install(_:)``.
+    init(timeout: Duration, timer: DeadlineTimer) {
+        self.continuation = nil
         self.callback = nil
         self.timeout = timeout
         self.timer = timer
@@ -32,6 +40,23 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // f
         self.callback = callback
         self.timeout = timeout
         self.timer = timer
+    }
+
+    /// The awaiting task, before the request is sent. Returns false when the task was
+    /// cancelled meanwhile: the ask is then completed with ``AskError/cancelled`` and the
+    /// request must not be sent.
+    func install(_ continuation: UnsafeContinuation<Completion, Never>) -> Bool {
+        self.continuation = continuation
+        installed.store(true, ordering: .sequentiallyConsistent)
+        guard cancelRequested.load(ordering: .sequentiallyConsistent) else { return true }
+        complete(.failure(.cancelled))
+        return false
+    }
+
+    /// The awaiting task was cancelled (any thread): end the ask now; a late answer is dropped.
+    func cancel() {
+        cancelRequested.store(true, ordering: .sequentiallyConsistent)
+        if installed.load(ordering: .sequentiallyConsistent) { complete(.failure(.cancelled)) }
     }
 
     /// Completes the ask if nobody did yet; returns whether this call did. Any thread.
@@ -48,7 +73,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // f
 
     override func fireAtShutdown() { complete(.failure(.recipientStopped)) }
 
-    override func failHandler(_ error: any Error) { complete(.failure(.failed(error))) }
+    override func failHandler(_ error: any Error) { complete(.failure(AskError.wrapping(error))) }
 
     override func failDelivery(_ reason: DeadLetterReason) {
         complete(.failure(reason == .recipientStopped ? .recipientStopped : .undeliverable(reason)))
@@ -71,9 +96,11 @@ public final class Reply<Value: Sendable>: Sendable {
     @discardableResult
     public func succeed(_ value: Value) -> Bool { state.complete(.success(value)) }
 
-    /// Fails the ask with `error` (the asker sees ``AskError/failed(_:)``).
+    /// Fails the ask with `error`: the asker sees ``AskError/failed(_:)`` wrapping it, or the
+    /// ``AskError`` itself when `error` is one (an ask that failed further down a chain of
+    /// actors reaches the first asker as it was, not wrapped once per hop).
     @discardableResult
-    public func fail(_ error: any Error) -> Bool { state.complete(.failure(.failed(error))) }
+    public func fail(_ error: any Error) -> Bool { state.complete(.failure(AskError.wrapping(error))) }
 
     /// Answers with the outcome of `body`.
     @discardableResult
@@ -84,7 +111,9 @@ public final class Reply<Value: Sendable>: Sendable {
     /// Whether the ask is completed (by anyone).
     public var isCompleted: Bool { state.completed.load(ordering: .acquiring) }
 
-    deinit { state.complete(.failure(.noReply)) }
+    /// Dropped unanswered: `.recipientStopped` when it goes with the instance of an actor that
+    /// stopped, `.noReply` otherwise.
+    deinit { state.complete(.failure(CTroupe_is_releasing_stopped_actor() ? .recipientStopped : .noReply)) }
 }
 
 extension Reply where Value == Void {

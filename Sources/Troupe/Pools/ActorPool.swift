@@ -111,13 +111,16 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
         }
     }
 
-    /// ``ask(timeout:_:)`` that blocks the calling thread, for callers outside the runtime.
-    /// On a Troupe worker thread it fails at once with ``AskError/blockingOnWorkerThread``.
+    /// ``ask(timeout:_:)`` that blocks the calling thread, for callers outside the runtime and
+    /// dedicated-thread actors. On a shared worker thread, or from a member of this pool on its
+    /// dedicated thread, it fails at once with ``AskError/blockingOnWorkerThread``.
     public func askBlocking<Value: Sendable>(
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
-        try Asking.blocking(system, timeout: timeout) { state, limit in
+        try Asking.blocking(system, timeout: timeout, targets: { cell in
+            (0..<memberCount.load(ordering: .acquiring)).contains { slots[$0].ref.cell === cell }
+        }) { state, limit in
             send(request(Reply(state)), state: state, timeout: limit)
         }
     }
@@ -419,53 +422,19 @@ extension ActorSystem {
 // MARK: Per-type handler pools
 
 extension ActorPool where Message == AnyMessage {
-    /// Sends any value; the chosen member's handler for its type handles it.
-    @discardableResult
-    public func tell<Payload: Sendable>(_ payload: Payload) -> TellOutcome {
-        tell(AnyMessage(payload: payload, reply: nil))
-    }
-
     /// Sends any value to every member.
     @discardableResult
     public func broadcast<Payload: Sendable>(_ payload: Payload) -> Int {
         broadcast(AnyMessage(payload: payload, reply: nil))
     }
 
-    /// Sends any value to the chosen member and waits for its handler's answer.
-    public func ask<Payload: Sendable, Value: Sendable>(
+    /// Sends any value to every member and returns their answers in member order.
+    public func askAll<Payload: Sendable, Value: Sendable>(
         _ payload: Payload,
         returning: Value.Type = Value.self,
         timeout: Duration? = nil
-    ) async throws(AskError) -> Value {
-        try await ask(timeout: timeout) { (reply: Reply<Value>) in
-            AnyMessage(payload: payload, reply: TypedErasedReply(reply))
-        }
-    }
-
-    /// ``ask(_:returning:timeout:)`` that blocks the calling thread (not a worker thread).
-    public func askBlocking<Payload: Sendable, Value: Sendable>(
-        _ payload: Payload,
-        returning: Value.Type = Value.self,
-        timeout: Duration? = nil
-    ) throws(AskError) -> Value {
-        try askBlocking(timeout: timeout) { (reply: Reply<Value>) in
-            AnyMessage(payload: payload, reply: TypedErasedReply(reply))
-        }
-    }
-}
-
-extension ActorRef where Message == AnyMessage {
-    /// Sends any value and blocks the calling thread until the handler answers: ActorKit's
-    /// `sync` for per-type handler actors. On a Troupe worker thread it fails at once with
-    /// ``AskError/blockingOnWorkerThread``.
-    public func askBlocking<Payload: Sendable, Value: Sendable>(
-        _ payload: Payload,
-        returning: Value.Type = Value.self,
-        timeout: Duration? = nil
-    ) throws(AskError) -> Value {
-        try askBlocking(timeout: timeout) { (reply: Reply<Value>) in
-            AnyMessage(payload: payload, reply: TypedErasedReply(reply))
-        }
+    ) async -> [Result<Value, AskError>] {
+        await askAll(timeout: timeout) { (reply: Reply<Value>) in AnyMessage.request(payload, reply) }
     }
 }
 

@@ -102,6 +102,11 @@ enum PluginLibraryLoader {
         guard let raw = entry() else { throw .invalidEntryPoint(path: path) }
 
         // The frozen prefix first: magic, API version, size, name, version.
+        // A refused export is leaked on purpose (a few dozen bytes, once per refused load): its
+        // header has a wrong magic, size or API version, so its layout (and with it where its
+        // strings and plugin object are, and how they were allocated) cannot be trusted, and
+        // freeing it could corrupt the heap. CI's leak check suppresses exactly this
+        // (`.ci/lsan-suppressions.txt`).
         let header = raw.assumingMemoryBound(to: PluginEntryHeader.self)
         guard header.pointee.magic == PluginEntryHeader.expectedMagic,
               header.pointee.headerSize >= UInt32(MemoryLayout<PluginEntryHeader>.offset(of: \.plugin)!) else {

@@ -9,9 +9,10 @@ internal import CTroupe
 ///
 /// Placement (`schedule`), by the thread that just won an actor's scheduling right:
 /// - an actor with a dedicated thread goes to that thread's queue;
-/// - on a shared worker of this scheduler: into the worker's slot, so it runs right after the
-///   current turn on the same core (the previous slot occupant moves to the worker's queue,
-///   where idle workers can steal it);
+/// - on a shared worker of this scheduler: into the worker's next-slot, so it runs right after
+///   the current turn on the same core (the previous slot occupant moves to the worker's queue,
+///   where idle workers can steal it; an occupant stranded behind a long turn is taken by an
+///   idle worker within microseconds: `Worker+NextSlot.swift`);
 /// - from any other thread: a worker's queue, round-robin, and one parked worker is woken.
 /// Idle workers steal from the others, spin briefly, then park on the event count.
 final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter pointers are immutable after init (the counters are atomics); `dedicated` is behind a lock
@@ -25,18 +26,23 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
     /// reference counting (spinning workers and senders would otherwise contend on the
     /// array's and the workers' reference counts). Immutable after init.
     private let runQueues: UnsafeMutableBufferPointer<OpaquePointer>
-    /// Two counters on cache lines of their own (128 bytes, 64-byte aligned), away from each
-    /// other and from the scheduler's read-mostly fields: `spinning` (offset 0) counts shared
-    /// workers polling for work before they park, so that a new run-queue entry needs no futex
-    /// wake-up while one polls (see `notifyIdle`); `nextExternal` (offset 64) spreads cells
-    /// scheduled from outside the workers round-robin.
-    private let counters = UnsafeMutableRawPointer.allocate(byteCount: 128, alignment: 64)
+    /// Counters on cache lines of their own (192 bytes, 64-byte aligned), away from each other
+    /// and from the scheduler's read-mostly fields: `spinning` (offset 0) counts shared workers
+    /// polling for work before they park, so that a new run-queue entry needs no futex wake-up
+    /// while one polls (see `notifyIdle`); `nextExternal` (offset 64) spreads cells scheduled
+    /// from outside the workers round-robin; `watching` (offset 128) counts the workers that
+    /// will look at the next-slots soon (pollers, and sleepers with a short timeout), and
+    /// `slotWakePending` (offset 136) marks a wake-up sent for a slot placement and not yet
+    /// answered (see `notifyIdleForSlot`).
+    private let counters = UnsafeMutableRawPointer.allocate(byteCount: 192, alignment: 64)
     private var spinning: UnsafeMutablePointer<Atomic<Int>> { counters.assumingMemoryBound(to: Atomic<Int>.self) }
     private var nextExternal: UnsafeMutablePointer<Atomic<Int>> { (counters + 64).assumingMemoryBound(to: Atomic<Int>.self) }
+    private var watching: UnsafeMutablePointer<Atomic<Int>> { (counters + 128).assumingMemoryBound(to: Atomic<Int>.self) }
+    private var slotWakePending: UnsafeMutablePointer<Atomic<Bool>> { (counters + 136).assumingMemoryBound(to: Atomic<Bool>.self) }
 
     init(name: String, workerCount: Int, pin: Bool, batchSize: Int) {
-        precondition(workerCount > 0, "an actor system needs at least one worker thread, got \(workerCount)")
-        precondition(batchSize > 0, "the batch size must be at least 1, got \(batchSize)")
+        if workerCount < 1 { fatalError("ActorSystem.Configuration.workerCount must be at least 1, got \(workerCount); pass nil for one worker per allowed CPU") }
+        if batchSize < 1 { fatalError("ActorSystem.Configuration.batchSize must be at least 1, got \(batchSize); the default is 64") }
         self.name = name
         self.batchSize = batchSize
         let cpus = Threads.allowedCPUs()
@@ -45,6 +51,8 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
         self.runQueues = .allocate(capacity: workerCount)
         counters.bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         (counters + 64).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
+        (counters + 128).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
+        (counters + 136).bindMemory(to: Atomic<Bool>.self, capacity: 1).initialize(to: Atomic(false))
         // Workers refer back to the scheduler, so they are built once `self` exists.
         for index in 0..<workerCount {
             let cpu = pin && !cpus.isEmpty ? cpus[index % cpus.count] : nil
@@ -58,6 +66,8 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
         runQueues.deallocate()
         spinning.deinitialize(count: 1)
         nextExternal.deinitialize(count: 1)
+        watching.deinitialize(count: 1)
+        slotWakePending.deinitialize(count: 1)
         counters.deallocate()
     }
 
@@ -88,13 +98,7 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
             // The calling thread's own worker outlives this call: borrow it without retaining.
             let placed = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Bool in
                 guard worker.isShared && worker.scheduler === self else { return false }
-                if let displaced = worker.slot {
-                    Worker.queue(displaced, on: worker.runQueue)
-                    worker.slot = cell
-                    notifyIdle()
-                } else {
-                    worker.slot = cell
-                }
+                worker.placeInSlot(cell)
                 return true
             }
             if placed { return }
@@ -133,12 +137,46 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
         if spinning.pointee.load(ordering: .relaxed) == 0 { idle.notify() }
     }
 
+    /// After a placement into a worker's next-slot, whose exchange was the full barrier: when
+    /// no worker watches the slots, wakes one sleeper, so that someone looks if the cell gets
+    /// stranded (see `Worker+NextSlot.swift`). One load while a worker watches (the steady
+    /// state of request/response traffic).
+    ///
+    /// At most one such wake-up is in flight (`slotWakePending`, cleared by the next worker
+    /// that starts watching): a woken worker needs tens of microseconds to run, and every
+    /// placement meanwhile would otherwise issue a futex call of its own (a storm measured at
+    /// +20–100 % on PingPong). No lost wake-up: the flag is set only by a placer whose notify
+    /// either woke a sleeper or found none (then a worker about to park re-checks the slots
+    /// after announcing itself, and starts watching, clearing the flag).
+    @inline(__always)
+    func notifyIdleForSlot() {
+        guard watching.pointee.load(ordering: .sequentiallyConsistent) == 0 else { return }
+        if slotWakePending.pointee.load(ordering: .relaxed) { return }
+        if slotWakePending.pointee.exchange(true, ordering: .acquiringAndReleasing) { return }
+        idle.notify()
+    }
+
     /// A shared worker starts (true) or stops (false) polling for work. Worker threads only.
     func setPolling(_ polling: Bool) {
         if polling {
             spinning.pointee.add(1, ordering: .sequentiallyConsistent)
+            setWatching(true)
         } else {
+            setWatching(false)
             spinning.pointee.subtract(1, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    /// A shared worker starts (true) or stops (false) watching the next-slots: while polling,
+    /// and while sleeping with a short timeout because some slot was occupied. Worker threads only.
+    func setWatching(_ watches: Bool) {
+        if watches {
+            watching.pointee.add(1, ordering: .sequentiallyConsistent)
+            if slotWakePending.pointee.load(ordering: .relaxed) {
+                slotWakePending.pointee.store(false, ordering: .releasing)
+            }
+        } else {
+            watching.pointee.subtract(1, ordering: .sequentiallyConsistent)
         }
     }
 

@@ -20,7 +20,7 @@ enum Threads {
             box.body()
             return nil
         }, box)
-        precondition(result == 0, "pthread_create failed with error \(result)")
+        if !(result == 0) { fatalError("pthread_create failed with error \(result)") }
         // Names are limited to 15 bytes by the kernel; failure to name is harmless.
         _ = CTroupe_set_thread_name(thread, String(name.prefix(15)))
         return thread
@@ -29,25 +29,25 @@ enum Threads {
     /// Lets a thread's resources go when it ends, for threads nobody joins.
     static func detach(_ thread: pthread_t) {
         let result = pthread_detach(thread)
-        precondition(result == 0, "pthread_detach failed with error \(result)")
+        if !(result == 0) { fatalError("pthread_detach failed with error \(result)") }
     }
 
     static func join(_ thread: pthread_t) {
         let result = pthread_join(thread, nil)
-        precondition(result == 0, "pthread_join failed with error \(result)")
+        if !(result == 0) { fatalError("pthread_join failed with error \(result)") }
     }
 
     /// Pins the calling thread to `cpu`.
     static func pinCurrentThread(to cpu: Int) {
         let result = CTroupe_pin_current_thread(Int32(cpu))
-        precondition(result == 0, "pthread_setaffinity_np(cpu \(cpu)) failed with error \(result)")
+        if !(result == 0) { fatalError("pthread_setaffinity_np(cpu \(cpu)) failed with error \(result)") }
     }
 
     /// The CPUs this process may run on (its affinity mask), ascending.
     static func allowedCPUs() -> [Int] {
         var cpus = [Int32](repeating: 0, count: 1024)
         let count = CTroupe_allowed_cpus(&cpus, Int32(cpus.count))
-        precondition(count >= 0, "sched_getaffinity failed with error \(-count)")
+        if !(count >= 0) { fatalError("sched_getaffinity failed with error \(-count)") }
         return cpus.prefix(Int(count)).map(Int.init)
     }
 }

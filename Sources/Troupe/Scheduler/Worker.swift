@@ -4,12 +4,14 @@ import Glibc
 import Synchronization
 internal import CTroupe
 
-/// One worker thread and its run queue.
+/// One worker thread, its run queue and its next-slot.
 ///
-/// Thread-safety: `slot`, `slotStreak` and `batchBuffer` belong to the worker's own thread.
-/// `runQueue` is a C queue any thread pushes to; the owner and thieves pop under its try-lock.
-/// Every cell on a run queue or in the slot carries one retain, owned by whoever holds the
-/// cell's scheduling right.
+/// Thread-safety: `slotStreak`, `strandWatch` and `batchBuffer` belong to the worker's own
+/// thread. `runQueue` is a C queue any thread pushes to; the owner and thieves pop under its
+/// try-lock. `slotWord` is exchanged by the owner and compare-exchanged by thieves, only for a
+/// cell stranded behind a long turn (`Worker+NextSlot.swift` states that protocol). Every cell
+/// on a run queue or in the slot carries one retain, owned by whoever holds the cell's
+/// scheduling right.
 final class Worker: @unchecked Sendable {  // see the thread-safety contract above
     let index: Int
     let runQueue: OpaquePointer
@@ -19,11 +21,20 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     let wakeup: EventCount
     let cpu: Int?
     unowned(unsafe) let scheduler: Scheduler  // the scheduler joins its workers before it goes away
-    /// The cell scheduled last by this worker's own turns: run next, without queue traffic
-    /// (request/response between two actors stays on one core).
-    var slot: AnyCell?
+    /// The next-slot: the cell scheduled last by this worker's own turns (a retained `AnyCell`
+    /// address, 0 when empty), run next without queue traffic, so that request/response between
+    /// two actors stays on one core. Stealable once stranded (see `Worker+NextSlot.swift`).
+    let slotWord = Atomic<UInt>(0)
+    /// Bumped by the owner at the start of every turn: a thief that sees the same slot content
+    /// and the same stamp for `strandedGraceNanoseconds` knows the owner is stuck in one turn.
+    let turnStamp = Atomic<UInt>(0)
     var slotStreak = 0
+    /// What this worker, as a thief, last saw in every other shared worker's slot.
+    var strandWatch: [StrandObservation] = []
     let batchBuffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>
+    /// A dedicated worker's actor (set once, before the worker's first turn, by spawn); its own
+    /// thread reads it to refuse an `askBlocking` of that actor to itself.
+    weak var servedCell: AnyCell?
     let exitRequested = Atomic<Bool>(false)
     let exited = Atomic<Bool>(false)
     var thread: pthread_t?
@@ -33,6 +44,8 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// How long an idle worker polls for work before parking: keeps the wake-up latency of
     /// bursty traffic low (a futex wake costs microseconds) at a bounded cost when idle.
     static let spinNanoseconds: Int64 = 20_000
+    /// How long a poller stays awake while cells pass through other workers' slots.
+    static let maximumSpinNanoseconds: Int64 = 1_000_000
 
     init(index: Int, scheduler: Scheduler, isShared: Bool, wakeup: EventCount, cpu: Int?) {
         self.index = index
@@ -93,9 +106,17 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
                 continue
             }
             if shouldExit() { break }
-            if spinForWork() {
+            switch spinForWork() {
+            case .work:
                 polled = isShared
                 continue
+            case .stolen(let cell):
+                // A cell stranded in a busy worker's slot: pass wake-ups on as for any find.
+                if isShared && !scheduler.allQueuesEmpty() { wakeup.notify() }
+                runCell(cell)
+                continue
+            case .idle:
+                break
             }
             let epoch = wakeup.prepareWait()
             if hasWork() || shouldExit() {
@@ -105,7 +126,12 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
                 polled = isShared
                 continue
             }
-            wakeup.wait(epoch: epoch)
+            // A cell in another worker's slot was placed while this worker polled, so its
+            // placer skipped the wake-up: sleep only briefly, then look whether it is stranded.
+            let watches = isShared && scheduler.anySlotOccupied(besides: self)
+            if watches { scheduler.setWatching(true) }
+            wakeup.wait(epoch: epoch, timeoutNanoseconds: watches ? Worker.strandBackstopNanoseconds : -1)
+            if watches { scheduler.setWatching(false) }
             // The wake-up may stand for several that senders skipped (a poller passes on one at
             // a time): pass on again if cells remain once this worker takes one.
             polled = isShared
@@ -115,14 +141,13 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     }
 
     private func shouldExit() -> Bool {
-        guard slot == nil, CTroupe_runqueue_is_empty(runQueue) else { return false }
+        guard isSlotEmpty, CTroupe_runqueue_is_empty(runQueue) else { return false }
         if isShared { return scheduler.isStopping && scheduler.allQueuesEmpty() }
         return exitRequested.load(ordering: .sequentiallyConsistent)
     }
 
     private func nextCell() -> AnyCell? {
-        if let cell = slot {
-            slot = nil
+        if let cell = takeSlotAsOwner() {
             // Fairness only matters when something else waits on this worker.
             if slotStreak < Worker.slotStreakLimit || CTroupe_runqueue_is_empty(runQueue) {
                 slotStreak += 1
@@ -148,28 +173,56 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     }
 
     private func hasWork() -> Bool {
-        if slot != nil || !CTroupe_runqueue_is_empty(runQueue) { return true }
+        if !isSlotEmpty || !CTroupe_runqueue_is_empty(runQueue) { return true }
         return isShared && !scheduler.allQueuesEmpty()
     }
 
-    private func spinForWork() -> Bool {
+    enum SpinOutcome {
+        /// Own slot, own queue or another queue has a cell.
+        case work
+        /// A cell taken from another worker's slot, where it was stranded behind a long turn.
+        case stolen(AnyCell)
+        /// Nothing found within the polling window.
+        case idle
+    }
+
+    private func spinForWork() -> SpinOutcome {
         // Shared workers announce that they poll, so that senders skip the futex wake-up; the
         // decrement comes before the re-check that precedes parking (Scheduler.notifyIdle).
         if isShared { scheduler.setPolling(true) }
         defer { if isShared { scheduler.setPolling(false) } }
-        let deadline = CTroupe_monotonic_ns() + Worker.spinNanoseconds
+        let start = CTroupe_monotonic_ns()
+        var now = start
+        var deadline = start + Worker.spinNanoseconds
+        var nextSlotLook = start
         repeat {
-            if hasWork() { return true }
+            if hasWork() { return .work }
+            if isShared && now >= nextSlotLook {
+                // Paced: the slots' cache lines belong to busy workers.
+                nextSlotLook = now + Worker.slotLookIntervalNanoseconds
+                switch lookForStrandedCell(now: now) {
+                case .stolen(let cell):
+                    return .stolen(cell)
+                case .occupied:
+                    // Traffic flows through a slot: stay awake (up to a limit) to catch a cell
+                    // that gets stranded, rather than be woken for every placement.
+                    deadline = min(start + Worker.maximumSpinNanoseconds, max(deadline, now + Worker.spinNanoseconds))
+                case .empty:
+                    break
+                }
+            }
             for _ in 0..<8 { CTroupe_cpu_relax() }
-        } while CTroupe_monotonic_ns() < deadline
-        return false
+            now = CTroupe_monotonic_ns()
+        } while now < deadline
+        return .idle
     }
 
     private func runCell(_ cell: AnyCell) {
+        markTurnStarted()
         let limit = scheduler.batchSize
         var more = cell.runTurn(buffer: batchBuffer, limit: limit)
         // Nothing else waits here: keep going without queue traffic.
-        while more && slot == nil && CTroupe_runqueue_is_empty(runQueue) {
+        while more && isSlotEmpty && CTroupe_runqueue_is_empty(runQueue) {
             more = cell.runTurn(buffer: batchBuffer, limit: limit)
         }
         if more {

@@ -135,6 +135,9 @@ public final class ActorSystem: Sendable {
             config = CellConfig(options: options, dedicated: dedicated, factory: factory)
         }
         let cell = ActorCell(system: self, instance: definition, config: config)
+        // Before the first turn is scheduled, so the dedicated thread sees it (the run queue's
+        // push publishes it).
+        config?.dedicated?.servedCell = cell
         if let parent {
             cell.extrasCreatingIfNeeded.parent = parent
             parent.extrasCreatingIfNeeded.children[ObjectIdentifier(cell)] = cell
@@ -144,6 +147,7 @@ public final class ActorSystem: Sendable {
             cell.extrasCreatingIfNeeded.stopReason = .systemShutdown
             cell.lifecycle.store(AnyCell.stoppedBit, ordering: .releasing)
             cell.flags |= AnyCell.startedFlag
+            cell.releaseInstance()
             if let dedicated = config?.dedicated { scheduler.retireDedicated(dedicated) }
             logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
             return cell
@@ -294,8 +298,7 @@ public final class ActorSystem: Sendable {
 
     /// ``shutdown()`` for synchronous callers. Not on a worker thread (it would wait for itself).
     public func shutdownBlocking() {
-        precondition(CTroupe_current_worker() == nil,
-                     "shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)")
+        if CTroupe_current_worker() != nil { fatalError("shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)") }
         guard shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
             while phase.load(ordering: .acquiring) != 2 { waitForActorsToStop(timeoutNanoseconds: 1_000_000) }
             return
@@ -315,6 +318,10 @@ public final class ActorSystem: Sendable {
         timer.stop()
         phase.store(2, ordering: .sequentiallyConsistent)
         pluginRegistry.close()
+        // Observers often capture the system; dropping them breaks that cycle, so the system
+        // is freed with its last user reference.
+        hooks.removeAll()
+        deadLetters.removeAllObservers()
         everyoneStopped.notify(all: true)
     }
 

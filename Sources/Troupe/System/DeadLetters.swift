@@ -1,4 +1,3 @@
-internal import TroupeLocks
 import Synchronization
 
 /// Why a message could not be delivered.
@@ -62,8 +61,7 @@ public final class DeadLetterOffice: Sendable {
     private let overflow = Atomic<Int>(0)
     private let shutdown = Atomic<Int>(0)
     private let failed = Atomic<Int>(0)
-    private let observers = Locked<[@Sendable (DeadLetter) -> Void]>([])
-    private let hasObservers = Atomic<Bool>(false)
+    private let observers = ObserverList<@Sendable (DeadLetter) -> Void>()
 
     init() {}
 
@@ -92,17 +90,21 @@ public final class DeadLetterOffice: Sendable {
     }
 
     /// Calls `observer` for every later dead letter, on the thread that dead-letters it.
-    public func observe(_ observer: @escaping @Sendable (DeadLetter) -> Void) {
-        observers.withLock { $0.append(observer) }
-        hasObservers.store(true, ordering: .releasing)
+    /// The returned ``Observation`` removes it; observers are also dropped when the system has
+    /// shut down.
+    @discardableResult
+    public func observe(_ observer: @escaping @Sendable (DeadLetter) -> Void) -> Observation {
+        observers.add(observer)
     }
 
     /// Records a dead letter. `message` is only materialised (boxed) when someone observes.
     func record(_ reason: DeadLetterReason, recipient: @autoclosure () -> ActorAddress, message: @autoclosure () -> any Sendable) {
         increment(reason.kind)
-        guard hasObservers.load(ordering: .acquiring) else { return }
+        guard !observers.isEmpty else { return }
         let letter = DeadLetter(message: message(), recipient: recipient(), reason: reason)
-        let current = observers.withLock { $0 }
-        for observer in current { observer(letter) }
+        observers.forEach { $0(letter) }
     }
+
+    /// The system has shut down: drop the observers (which may capture the system).
+    func removeAllObservers() { observers.removeAll() }
 }

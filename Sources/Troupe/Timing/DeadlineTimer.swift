@@ -141,7 +141,7 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
         // Deadlines are the point of this thread: do not let the kernel stretch its sleeps by
         // the default 50 µs of timer slack (measured: lateness p50 ~70 µs → ~25 µs).
         let slack = CTroupe_set_current_thread_timer_slack(1)
-        precondition(slack == 0, "prctl(PR_SET_TIMERSLACK) failed with error \(slack)")
+        if !(slack == 0) { fatalError("prctl(PR_SET_TIMERSLACK) failed with error \(slack)") }
         var due: [TimerEntry] = []
         while running.load(ordering: .sequentiallyConsistent) {
             let epoch = wakeup.prepareWait()

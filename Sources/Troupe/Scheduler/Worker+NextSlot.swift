@@ -1,0 +1,130 @@
+import Synchronization
+internal import CTroupe
+
+/// The next-slot (Go's `runnext`, Tokio's LIFO slot): a cell that one of this worker's turns
+/// made runnable runs right after that turn, on the same core, without touching a run queue.
+///
+/// The slot must not strand its cell: when the turn that filled it runs long (a blocking call,
+/// a busy loop), another worker takes the cell. Tokio learned that stealing from the slot
+/// eagerly costs short-handler workloads dearly (tokio-rs/tokio#8065, which reverted #7431);
+/// Go steals `runnext` only when its owner has kept it for a few microseconds. Troupe does the
+/// same:
+///
+/// - The owner exchanges the slot (`placeInSlot`, `takeSlotAsOwner`), and bumps `turnStamp`
+///   at the start of every turn (`markTurnStarted`).
+/// - A polling worker (a thief) looks at the other shared workers' slots at most once per
+///   `slotLookIntervalNanoseconds`. When it sees the same cell and the same turn stamp for
+///   `strandedGraceNanoseconds`, the owner is stuck in one turn and the cell is stranded: the
+///   thief takes it with a compare-exchange from that cell to empty. Exactly one of the owner's
+///   exchange and the thief's compare-exchange gets the cell, and with it the retain and the
+///   scheduling right.
+/// - A placement into the slot is an exchange (a full barrier) followed by a look at the
+///   scheduler's count of workers that watch the slots (pollers, and sleepers with a short
+///   timeout). When nobody watches, one sleeper is woken (at most one such wake-up in flight:
+///   `Scheduler.notifyIdleForSlot`), so that someone looks if the cell gets stranded. Pairing:
+///   a worker stops watching (sequentially consistent decrement) before its last look at the
+///   slots; a placer that saw it watching is seen by that look, and the worker then sleeps
+///   with a short timeout (`strandBackstopNanoseconds`) as a watcher instead of for good.
+/// - While cells pass through other workers' slots a poller stays awake up to
+///   `maximumSpinNanoseconds`, then sleeps for the short timeout, and polls again: request/
+///   response traffic costs its workers no futex call per message, and a polling worker on
+///   the other core costs them nothing measurable (its looks are paced).
+///
+/// Bound: a cell placed into a slot whose turn then runs long is picked up by a polling worker
+/// within `strandedGraceNanoseconds` plus one look interval (about 4–6 µs); by a watcher asleep
+/// on its short timeout within that timeout; by a worker that slept for good (the system was
+/// idle) after the futex wake-up's latency plus the grace.
+extension Worker {
+    /// What a thief saw in one other worker's slot.
+    struct StrandObservation {
+        var word: UInt = 0
+        var stamp: UInt = 0
+        var since: Int64 = 0
+    }
+
+    enum SlotLook {
+        case empty
+        case occupied
+        case stolen(AnyCell)
+    }
+
+    /// How long a cell must sit in a slot while the owner stays in one turn before a thief takes it.
+    static let strandedGraceNanoseconds: Int64 = 4_000
+    /// How often a poller looks at the other workers' slots.
+    static let slotLookIntervalNanoseconds: Int64 = 2_000
+    /// How long a worker that parks while some slot is occupied sleeps before it looks again.
+    static let strandBackstopNanoseconds: Int64 = 100_000
+
+    // MARK: Owner (this worker's thread)
+
+    var isSlotEmpty: Bool { slotWord.load(ordering: .relaxed) == 0 }
+
+    /// Takes the slot's cell, unless a thief took it first.
+    @inline(__always)
+    func takeSlotAsOwner() -> AnyCell? {
+        guard slotWord.load(ordering: .relaxed) != 0 else { return nil }
+        let word = slotWord.exchange(0, ordering: .acquiringAndReleasing)
+        guard let raw = UnsafeMutableRawPointer(bitPattern: word) else { return nil }
+        return Unmanaged<AnyCell>.fromOpaque(raw).takeRetainedValue()
+    }
+
+    /// Puts `cell` (whose scheduling right the caller holds) into the slot; a displaced cell
+    /// moves to this worker's run queue, where idle workers can steal it.
+    @inline(__always)
+    func placeInSlot(_ cell: AnyCell) {
+        let word = UInt(bitPattern: Unmanaged.passRetained(cell).toOpaque())
+        let displaced = slotWord.exchange(word, ordering: .sequentiallyConsistent)
+        if let raw = UnsafeMutableRawPointer(bitPattern: displaced) {
+            Unmanaged<AnyCell>.fromOpaque(raw)._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
+            scheduler.notifyIdle()
+        } else {
+            scheduler.notifyIdleForSlot()
+        }
+    }
+
+    @inline(__always)
+    func markTurnStarted() {
+        turnStamp.store(turnStamp.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+    }
+
+    // MARK: Thief (a polling shared worker, on its own thread)
+
+    /// Looks at every other shared worker's slot; takes a cell stranded there.
+    func lookForStrandedCell(now: Int64) -> SlotLook {
+        let workers = scheduler.shared
+        if strandWatch.count != workers.count {
+            strandWatch = Array(repeating: StrandObservation(), count: workers.count)
+        }
+        var sawOccupied = false
+        for victim in workers where victim !== self {
+            let word = victim.slotWord.load(ordering: .relaxed)
+            guard word != 0 else {
+                strandWatch[victim.index].word = 0
+                continue
+            }
+            sawOccupied = true
+            let stamp = victim.turnStamp.load(ordering: .relaxed)
+            let seen = strandWatch[victim.index]
+            guard seen.word == word && seen.stamp == stamp else {
+                strandWatch[victim.index] = StrandObservation(word: word, stamp: stamp, since: now)
+                continue
+            }
+            guard now - seen.since >= Worker.strandedGraceNanoseconds else { continue }
+            strandWatch[victim.index].word = 0
+            if victim.slotWord.compareExchange(expected: word, desired: 0, ordering: .acquiringAndReleasing).exchanged {
+                return .stolen(Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!).takeRetainedValue())
+            }
+        }
+        return sawOccupied ? .occupied : .empty
+    }
+}
+
+extension Scheduler {
+    /// Whether a shared worker other than `worker` has a cell in its slot. Any thread.
+    func anySlotOccupied(besides worker: Worker) -> Bool {
+        for other in shared where other !== worker && other.slotWord.load(ordering: .sequentiallyConsistent) != 0 {
+            return true
+        }
+        return false
+    }
+}

@@ -1,0 +1,75 @@
+internal import TroupeLocks
+import Synchronization
+
+/// A registration of an observer (a dead-letter observer, a system hook): ``cancel()`` removes
+/// it. Dropping the token does not cancel; observers also go when their system has shut down.
+///
+/// Thread-safety: `cancel()` from any thread, any number of times. An event being delivered on
+/// another thread while `cancel()` runs may still reach the observer once; none after `cancel()`
+/// has returned and that delivery has ended.
+public final class Observation: Sendable {
+    private let removal: @Sendable () -> Void
+    private let cancelled = Atomic<Bool>(false)
+
+    init(_ removal: @escaping @Sendable () -> Void) { self.removal = removal }
+
+    /// Removes the observer. Later calls do nothing.
+    public func cancel() {
+        guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        removal()
+    }
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+}
+
+/// The observers of one kind of event. Registering and removing take a lock; an event with no
+/// observer costs one atomic load (``isEmpty``); delivering copies the list under the lock
+/// (a retain, no allocation) and calls the observers outside it.
+final class ObserverList<Observer: Sendable>: Sendable {
+    private struct Entry {
+        let id: UInt64
+        let observer: Observer
+    }
+    private let entries = Locked<[Entry]>([])
+    private let count = Atomic<Int>(0)
+    private let nextID = Atomic<UInt64>(0)
+
+    var isEmpty: Bool { count.load(ordering: .acquiring) == 0 }
+
+    func add(_ observer: Observer) -> Observation {
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        entries.withLock { entries in
+            entries.append(Entry(id: id, observer: observer))
+            count.store(entries.count, ordering: .releasing)
+        }
+        // Weak: a token kept by its user must not keep the list (and its observers) alive.
+        return Observation { [weak self] in self?.remove(id) }
+    }
+
+    private func remove(_ id: UInt64) {
+        entries.withLock { entries in
+            entries.removeAll { $0.id == id }
+            count.store(entries.count, ordering: .releasing)
+        }
+    }
+
+    /// Drops every observer (the system shut down): observers often capture the system, and
+    /// would otherwise keep it alive through its hooks.
+    func removeAll() {
+        let dropped = entries.withLock { entries in
+            defer { count.store(0, ordering: .releasing) }
+            let all = entries
+            entries.removeAll()
+            return all
+        }
+        withExtendedLifetime(dropped) {}  // released outside the lock: deinits may take locks
+    }
+
+    /// Calls `body` with each observer, outside the lock.
+    @inline(__always)
+    func forEach(_ body: (Observer) -> Void) {
+        guard !isEmpty else { return }
+        for entry in entries.withLock({ $0 }) { body(entry.observer) }
+    }
+}
