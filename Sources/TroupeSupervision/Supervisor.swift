@@ -172,20 +172,26 @@ public final class Supervisor: Sendable {
 
     // MARK: Access
 
-    /// The actor supervised under `id`, or `nil` when there is none or it accepts another
-    /// message type (``ref(id:as:)`` says which).
+    /// The actor supervised under `id`, or `nil` when no actor has that id. Its message type
+    /// is checked when you use it: a message of a type it does not accept is an error that
+    /// names both types, not a silent `nil`.
     ///
     /// ```swift
-    /// let worker: ActorRef<Worker.Message>? = supervisor["worker"]
+    /// try supervisor["master"]?.tell(Master.Message.start)
+    /// try supervisor["session"]?.tell(Logout())             // a per-type handler actor
+    /// let worker = try supervisor["worker"]?.ref(as: Worker.Message.self)
     /// ```
-    public subscript<Message: Sendable>(id: String) -> ActorRef<Message>? {
+    public subscript(id: String) -> SupervisedActor? {
         guard case .actor(let ref)? = state.withLock({ $0.entries[id]?.target }) else { return nil }
-        return ref as? ActorRef<Message>
+        return SupervisedActor(id: id, ref: ref)
     }
 
-    /// The actor supervised under `id` if it accepts `Message`: `supervisor["worker", as: Worker.Message.self]`.
+    /// The actor supervised under `id` if it accepts `Message`, else `nil`
+    /// (``ref(id:as:)`` throws instead, saying which type it is):
+    /// `supervisor["worker", as: Worker.Message.self]?.tell(.work(1))`.
     public subscript<Message: Sendable>(id: String, as type: Message.Type) -> ActorRef<Message>? {
-        self[id]
+        guard case .actor(let ref)? = state.withLock({ $0.entries[id]?.target }) else { return nil }
+        return ref as? ActorRef<Message>
     }
 
     /// The actor supervised under `id`; fails with ``SupervisionError/unknownID(_:supervisor:)``
@@ -554,4 +560,39 @@ extension Supervisor {
             for observer in plan.observers { observer(event) }
         }
     }
+}
+
+/// A supervised actor whose message type is checked where it is used (``Supervisor/subscript(id:)``).
+public struct SupervisedActor: Sendable, CustomStringConvertible {
+    /// The child's id in its supervisor.
+    public let id: String
+    let ref: any SupervisedRef
+
+    /// The actor's address (it stays the same across restarts).
+    public var address: ActorAddress { ref.address }
+
+    /// Whether the actor has stopped.
+    public var isStopped: Bool { ref.isStopped }
+
+    /// Sends `message`. Fails with ``SupervisionError/typeMismatch(id:expected:actual:)``,
+    /// naming the actor's message type, when the actor does not accept `message`'s type (an
+    /// actor with per-type handlers accepts any value; its handlers decide).
+    @discardableResult
+    public func tell<Message: Sendable>(_ message: Message) throws(SupervisionError) -> TellOutcome {
+        guard let outcome = ref.tellIfAccepted(message) else {
+            throw .typeMismatch(id: id, expected: "an actor accepting \(Message.self)", actual: "ActorRef<\(ref.messageTypeName)>")
+        }
+        return outcome
+    }
+
+    /// The typed ref; fails with ``SupervisionError/typeMismatch(id:expected:actual:)`` when the
+    /// actor accepts another message type.
+    public func ref<Message: Sendable>(as type: Message.Type = Message.self) throws(SupervisionError) -> ActorRef<Message> {
+        guard let typed = ref as? ActorRef<Message> else {
+            throw .typeMismatch(id: id, expected: "ActorRef<\(Message.self)>", actual: "ActorRef<\(ref.messageTypeName)>")
+        }
+        return typed
+    }
+
+    public var description: String { "SupervisedActor(\(id): ActorRef<\(ref.messageTypeName)> \(address))" }
 }

@@ -14,8 +14,19 @@ import TroupeTestSupport
             let pool = try supervisor.supervisePool(id: "pool", size: 2) { _ in Worker(Journal()) }
             let nested = try supervisor.superviseSupervisor(id: "nested")
 
-            let typed: ActorRef<Worker.Message>? = supervisor["worker"]
+            let typed = try supervisor["worker"]?.ref(as: Worker.Message.self)
             #expect(typed == worker)
+            #expect(supervisor["worker"]?.address == worker.address)
+            #expect(supervisor["pool"] == nil, "a pool is not an actor")
+            #expect(supervisor["missing"] == nil)
+            // Untyped access checks the message type where it is used, and says which it is.
+            #expect(try supervisor["worker"]?.tell(Worker.Message.work(7)) == .enqueued)
+            #expect(throws: SupervisionError.typeMismatch(id: "worker", expected: "an actor accepting String", actual: "ActorRef<Message>")) {
+                try supervisor["worker"]?.tell("not a worker message")
+            }
+            #expect(throws: SupervisionError.typeMismatch(id: "worker", expected: "ActorRef<Int>", actual: "ActorRef<Message>")) {
+                try supervisor["worker"]?.ref(as: Int.self)
+            }
             #expect(supervisor["worker", as: Worker.Message.self] == worker)
             #expect(supervisor["worker", as: Int.self] == nil, "a wrong message type reads as nil")
             #expect(supervisor["pool", as: Worker.Message.self] == nil, "a pool is not an actor")

@@ -186,7 +186,7 @@ import TroupeTestSupport
                         try? supervisor.unsupervise(id: id)
                     }
                     _ = supervisor.ids
-                    let _: ActorRef<Int>? = supervisor[id]
+                    _ = supervisor[id, as: Int.self]
                 }
             }
             supervisor.stopAll()

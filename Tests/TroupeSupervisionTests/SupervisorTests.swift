@@ -19,7 +19,7 @@ import TroupeTestSupport
             worker.tell(.work(2))
             let state = try await worker.state()
             #expect(state == WorkerState(instance: 2, handled: [2]), "fresh instance, then the next message")
-            #expect(supervisor["worker"] == worker, "the ref stays valid across the restart")
+            #expect(supervisor["worker", as: Worker.Message.self] == worker, "the ref stays valid across the restart")
             #expect(supervisor.restartCount(of: "worker") == 1)
             #expect(supervisor.failureCount(of: "worker") == 1)
             #expect(events.lines == ["worker restarted (failed)"])

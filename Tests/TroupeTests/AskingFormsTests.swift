@@ -93,3 +93,25 @@ import TroupeTestSupport
         }
     }
 }
+
+/// Asks whose outcome is a value keep the typed error without annotating a closure (Swift 6
+/// infers `throws(any Error)` for a closure around `try await ask`).
+@Suite struct AskResultFormTests {
+    @Test func askResultKeepsTheTypedErrorWithoutAnnotations() async throws {
+        try await withTestSystem { system in
+            let server = system.spawn(AskServer())
+            let doubled = await server.askResult { .double(21, $0) }
+            #expect((try? doubled.get()) == 42)
+            let dropped: Result<Int, AskError> = await server.askResult { .drop($0) }
+            #expect(dropped.askError?.kind == .noReply)
+            let handlers = system.spawn(AskingFormsTests.Doubler())
+            let viaHandler = await handlers.askResult(AskingFormsTests.Doubler.Double(value: 4), returning: Int.self)
+            #expect((try? viaHandler.get()) == 8)
+            let pool = try system.spawnPool(size: 2) { _ in AskServer() }
+            let fromPool = await pool.askResult { .double(5, $0) }
+            #expect((try? fromPool.get()) == 10)
+            let blocking = await TestThreads.onNewThread { server.askBlockingResult { .double(3, $0) } }
+            #expect((try? blocking.get()) == 6)
+        }
+    }
+}

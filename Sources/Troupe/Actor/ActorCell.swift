@@ -134,7 +134,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     let system: ActorSystem
     let id: UInt64
     let config: CellConfig?
-    /// Bit 0: stopped. Bit 1: restart requested. Any bit set sends senders down the slow path.
+    /// Bit 0: stopped. Bit 1: restart requested. Bit 2: abandoned by a shutdown whose deadline
+    /// passed. Any bit set sends senders, and the turn, down the slow path.
     let lifecycle = Atomic<UInt8>(0)
     var flags: UInt8 = 0
     /// Copied from `config` so the per-message paths need not touch it.
@@ -148,6 +149,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
 
     static let stoppedBit: UInt8 = 1
     static let restartRequestedBit: UInt8 = 2
+    /// Set by a shutdown whose deadline passed while this actor was alive: it handles no
+    /// further user message (each is dead-lettered with `.systemShutdown`).
+    static let abandonedBit: UInt8 = 4
 
     static let startedFlag: UInt8 = 1
     static let stopRequestedFlag: UInt8 = 2
@@ -180,6 +184,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
 
     var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
     var isStopped: Bool { lifecycle.load(ordering: .acquiring) & AnyCell.stoppedBit != 0 }
+    var isStoppedOrAbandoned: Bool { lifecycle.load(ordering: .acquiring) & (AnyCell.stoppedBit | AnyCell.abandonedBit) != 0 }
 
     /// Why the actor stopped; `nil` while it runs. Reliable on the actor itself, and on other
     /// threads once the cell has left the registry (see ``CellExtras``).
@@ -594,8 +599,13 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             return
         }
         if _slowPath(lifecycle.load(ordering: .relaxed) != 0) {
-            if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit != 0 {
+            let bits = lifecycle.load(ordering: .acquiring)
+            if bits & AnyCell.stoppedBit != 0 {
                 deadLetter(envelope, .recipientStopped)
+                return
+            }
+            if bits & AnyCell.abandonedBit != 0 {
+                deadLetter(envelope, .systemShutdown)
                 return
             }
             if restartAsRequested() {
@@ -642,12 +652,12 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         case .wake:
             if lifecycle.load(ordering: .relaxed) == AnyCell.restartRequestedBit { _ = restartAsRequested() }
         case .watchedTerminated(let notice, let targetID):
-            guard !isStopped, let watch = extras?.watching.removeValue(forKey: targetID) else { return }
+            guard !isStoppedOrAbandoned, let watch = extras?.watching.removeValue(forKey: targetID) else { return }
             deliver(unsafeDowncast(watch.mapping, to: NoticeMapping<Message>.self).map(notice), token: nil)
         case .timerFired(let entry):
             let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
             timer.inFlight.store(false, ordering: .releasing)
-            guard !isStopped, let extras, extras.timers[timer.key] === timer else { return }
+            guard !isStoppedOrAbandoned, let extras, extras.timers[timer.key] === timer else { return }
             if timer.interval == 0 { extras.timers[timer.key] = nil }
             deliver(timer.message, token: nil)
         case .referencesReleased:

@@ -286,34 +286,90 @@ public final class ActorSystem: Sendable {
     /// ``DeadLetterReason/systemShutdown``), lets every actor handle what was already in its
     /// mailbox, stops every actor (`stopped` hooks run), then joins the worker threads. Every
     /// message sent is either handled or dead-lettered. Calling it again waits for the first.
+    /// Waits as long as the slowest handler takes; ``shutdown(deadline:)`` bounds the wait.
     public func shutdown() async {
+        _ = await shutdown(until: nil)
+    }
+
+    /// ``shutdown()`` that returns by `deadline` at the latest, with a report: complete, or
+    /// listing the actors whose handler had not returned (and those queued behind them). Those
+    /// actors handle no further message; what they hold is dead-lettered as soon as their
+    /// handler returns, and the shutdown then finishes by itself. See ``ShutdownReport``.
+    public func shutdown(deadline: Duration) async -> ShutdownReport {
+        await shutdown(until: CTroupe_monotonic_ns() &+ max(0, deadline.nanoseconds))
+    }
+
+    private func shutdown(until deadline: Int64?) async -> ShutdownReport {
         // The waiting is blocking; do it on a thread of its own, off the cooperative pool.
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<ShutdownReport, Never>) in
             Threads.detach(Threads.start(name: "\(configuration.name)-shutdown") { [self] in
-                shutdownBlocking()
-                continuation.resume()
+                continuation.resume(returning: shutdownBlocking(until: deadline))
             })
         }
     }
 
     /// ``shutdown()`` for synchronous callers. Not on a worker thread (it would wait for itself).
     public func shutdownBlocking() {
-        if CTroupe_current_worker() != nil { fatalError("shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)") }
+        _ = shutdownBlocking(until: nil)
+    }
+
+    /// ``shutdown(deadline:)`` for synchronous callers. Not on a worker thread.
+    public func shutdownBlocking(deadline: Duration) -> ShutdownReport {
+        shutdownBlocking(until: CTroupe_monotonic_ns() &+ max(0, deadline.nanoseconds))
+    }
+
+    /// `deadline`: monotonic nanoseconds, or nil to wait as long as it takes.
+    private func shutdownBlocking(until deadline: Int64?) -> ShutdownReport {
+        if CTroupe_current_worker() != nil {
+            fatalError("shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)")
+        }
         guard shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
-            while phase.load(ordering: .acquiring) != 2 { waitForActorsToStop(timeoutNanoseconds: 1_000_000) }
-            return
+            // Another caller runs the shutdown: wait for it to finish (or for the deadline).
+            if waitForStop(until: deadline, { phase.load(ordering: .acquiring) == 2 }) { return ShutdownReport(unstopped: []) }
+            return ShutdownReport(unstopped: abandonLiveActors())
         }
         phase.store(1, ordering: .sequentiallyConsistent)
         // Every live actor handles its pending messages, then the stop.
-        let live: [AnyCell] = registry.withLock { registry in
+        for cell in liveCells() { cell.requestStop(.systemShutdown) }
+        resumeSuspendedEarly()
+        if waitForStop(until: deadline, { liveActorCount == 0 }) {
+            finishShutdown()
+            return ShutdownReport(unstopped: [])
+        }
+        // The deadline passed with handlers still running: report them, let them handle
+        // nothing more, and finish later on a thread that keeps the system (and so the
+        // threads' scheduler) alive until then.
+        let unstopped = abandonLiveActors()
+        Threads.detach(Threads.start(name: "\(configuration.name)-shutdown") { [self] in
+            _ = waitForStop(until: nil) { liveActorCount == 0 }
+            finishShutdown()
+        })
+        logger.warning("shutdown deadline passed", metadata: ["unstopped": "\(unstopped.map(\.description))"])
+        return ShutdownReport(unstopped: unstopped)
+    }
+
+    private func liveCells() -> [AnyCell] {
+        registry.withLock { registry in
             var cells: [AnyCell] = []
             var cursor = registry.head
             while let cell = cursor { cells.append(cell); cursor = cell.registryNext }
             return cells
         }
-        for cell in live { cell.requestStop(.systemShutdown) }
-        resumeSuspendedEarly()
-        waitForActorsToStop(timeoutNanoseconds: -1)
+    }
+
+    /// Marks every live actor abandoned (its remaining user messages are dead-lettered instead
+    /// of handled) and describes it. Idempotent.
+    private func abandonLiveActors() -> [ShutdownReport.UnstoppedActor] {
+        liveCells().map { cell in
+            cell.lifecycle.bitwiseOr(AnyCell.abandonedBit, ordering: .releasing)
+            let depth = CTroupe_mailbox_depth(cell.mailbox)
+            return ShutdownReport.UnstoppedActor(address: cell.address, pendingMessages: depth < 0 ? nil : Int(depth),
+                                                 mailboxWasEmpty: CTroupe_mailbox_is_empty(cell.mailbox))
+        }
+    }
+
+    /// Every actor has stopped: join the threads, stop the timer, let go of observers.
+    private func finishShutdown() {
         scheduler.stopAndJoin()
         timer.stop()
         phase.store(2, ordering: .sequentiallyConsistent)
@@ -325,15 +381,24 @@ public final class ActorSystem: Sendable {
         everyoneStopped.notify(all: true)
     }
 
-    private func waitForActorsToStop(timeoutNanoseconds: Int64) {
+    /// Waits until `condition` holds (re-checked whenever the last actor stops or shutdown
+    /// finishes) or `deadline` passes; returns whether it holds.
+    private func waitForStop(until deadline: Int64?, _ condition: () -> Bool) -> Bool {
         while true {
             let epoch = everyoneStopped.prepareWait()
-            if liveActorCount == 0 && timeoutNanoseconds < 0 {
+            if condition() {
                 everyoneStopped.cancelWait()
-                return
+                return true
             }
-            everyoneStopped.wait(epoch: epoch, timeoutNanoseconds: timeoutNanoseconds)
-            if timeoutNanoseconds >= 0 { return }
+            var timeout: Int64 = -1
+            if let deadline {
+                timeout = deadline - CTroupe_monotonic_ns()
+                if timeout <= 0 {
+                    everyoneStopped.cancelWait()
+                    return condition()
+                }
+            }
+            everyoneStopped.wait(epoch: epoch, timeoutNanoseconds: timeout)
         }
     }
 }
