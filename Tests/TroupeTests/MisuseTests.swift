@@ -6,7 +6,7 @@ import TroupeTestSupport
 /// A misused API fails fast, where the misuse happens, with a message that says what to do, in
 /// release builds too (`fatalError`, whose message survives `-O`, where `precondition`'s does
 /// not). Each case runs in a child process (an exit test) whose standard error is checked.
-@Suite struct MisuseTests {
+@Suite(.serialized) struct MisuseTests {
     struct Twice: HandlerActor {
         struct Ping: Sendable {}
         func setup(_ on: inout MessageHandlers<Twice>) {

@@ -33,7 +33,9 @@ import TroupeTestSupport
             actor.tell(.fail("boom"))
             _ = try await actor.ask { Phoenix.Message.total($0) }
             actor.stop()
-            await waitUntil("stopped") { actor.isStopped }
+            // `terminated()` resolves after the `stopped` hook ran (`isStopped` turns true as
+            // the stop begins, before the hook).
+            _ = await actor.terminated()
             #expect(events.values == ["started 1", "willRestart 1 TestError(boom)", "didRestart 2 TestError(boom)", "stopped 2"])
             #expect(restarts.values == ["TestError(boom)"])
         }
