@@ -5,6 +5,7 @@ internal import CTroupe
 enum Asking {
     /// Suspends until the ask completes (answer, error, timeout, drop, failed delivery, or the
     /// awaiting task's cancellation).
+    nonisolated(nonsending)
     static func await<Value: Sendable>(
         _ system: ActorSystem, timeout: Duration?,
         send: (AskState<Value>, Duration) -> Void

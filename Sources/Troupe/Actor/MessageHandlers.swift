@@ -239,6 +239,7 @@ extension MessageTarget where Message == AnyMessage {
     }
 
     /// Sends any value and waits for the handler's answer, of type `Value`.
+    nonisolated(nonsending)
     public func ask<Payload: Sendable, Value: Sendable>(
         _ payload: Payload,
         returning: Value.Type = Value.self,

@@ -90,6 +90,7 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
 
     /// Sends a request to the member the routing picks (with ``PoolRouting/broadcast``: the next
     /// member in turn) and waits for its answer; fails like ``ActorRef/ask(timeout:_:)``.
+    nonisolated(nonsending)
     public func ask<Value: Sendable>(
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
@@ -127,6 +128,7 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
 
     /// Asks every member (each gets its own request and reply) and returns the results in
     /// member order, once all have answered or failed.
+    nonisolated(nonsending)
     public func askAll<Value: Sendable>(
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
@@ -429,6 +431,7 @@ extension ActorPool where Message == AnyMessage {
     }
 
     /// Sends any value to every member and returns their answers in member order.
+    nonisolated(nonsending)
     public func askAll<Payload: Sendable, Value: Sendable>(
         _ payload: Payload,
         returning: Value.Type = Value.self,

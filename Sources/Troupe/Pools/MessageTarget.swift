@@ -8,6 +8,7 @@ public protocol MessageTarget<Message>: Sendable {
     func tell(_ message: consuming Message) -> TellOutcome
 
     /// Sends a request and waits for the answer; see ``ActorRef/ask(timeout:_:)``.
+    nonisolated(nonsending)
     func ask<Value: Sendable>(timeout: Duration?, _ request: (Reply<Value>) -> Message) async throws(AskError) -> Value
 
     /// Sends a request and calls `onReply` once with the result; see
@@ -38,6 +39,7 @@ extension MessageTarget {
     /// case .failure(let error): print(error)
     /// }
     /// ```
+    nonisolated(nonsending)
     public func askResult<Value: Sendable>(
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
@@ -56,6 +58,7 @@ extension MessageTarget {
 
 extension MessageTarget where Message == AnyMessage {
     /// The per-type ask with its outcome as a value (see ``MessageTarget/askResult(timeout:_:)``).
+    nonisolated(nonsending)
     public func askResult<Payload: Sendable, Value: Sendable>(
         _ payload: Payload,
         returning: Value.Type = Value.self,

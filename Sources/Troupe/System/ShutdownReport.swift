@@ -10,14 +10,17 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
     /// An actor that had not stopped by the deadline.
     public struct UnstoppedActor: Sendable, CustomStringConvertible {
         public let address: ActorAddress
-        /// Messages in its mailbox at the deadline, or `nil` when the actor does not count them
-        /// (an unbounded mailbox spawned without ``SpawnOptions/tracksMailboxDepth``).
+        /// Messages still in its mailbox at the deadline, or `nil` when the actor does not count
+        /// them (an unbounded mailbox spawned without ``SpawnOptions/tracksMailboxDepth``). The
+        /// turn that is stuck may also hold up to a batch of messages already taken from the
+        /// mailbox (``ActorSystem/Configuration/batchSize``); those are not counted here, and
+        /// are dead-lettered as well.
         public let pendingMessages: Int?
         /// Whether its mailbox was empty at the deadline (always known).
         public let mailboxWasEmpty: Bool
 
         public var description: String {
-            let pending = pendingMessages.map { "\($0) pending" } ?? (mailboxWasEmpty ? "0 pending" : "messages pending")
+            let pending = pendingMessages.map { "\($0) queued" } ?? (mailboxWasEmpty ? "0 queued" : "messages queued")
             return "\(address) (\(pending))"
         }
     }
