@@ -92,6 +92,35 @@ func withBuiltSystem(
         }
     }
 
+    /// A handler actor whose `setup` registers a type twice is a thrown error where the API
+    /// can throw: at registration for an instance, at lookup for a singleton or a factory.
+    @Test func aDuplicateHandlerIsAThrownErrorInTheRegistry() async throws {
+        struct Twice: HandlerActor {
+            struct Ping: Sendable {}
+            func setup(_ on: inout MessageHandlers<Twice>) {
+                on.void(Ping.self) { _, _, _ in }
+                on.result(Ping.self) { _, _, _ in 1 }
+            }
+        }
+        let expected = HandlerSetupError.duplicateHandlers(actor: "Twice", messageTypes: ["Ping"])
+        try await withBuiltSystem({ builder in
+            _ = expectError(RegistryError.self, { try builder.instance(Twice(), name: "now") }) {
+                if case .creationFailed("now", let underlying) = $0 { return underlying as? HandlerSetupError == expected }
+                return false
+            }
+            try builder.singleton(name: "single") { Twice() }
+            try builder.factory(name: "made") { _ in Twice() }
+        }) { system in
+            for name in ["single", "made"] {
+                let error = expectError(RegistryError.self, { try system.actor(named: name, accepting: AnyMessage.self) }) {
+                    if case .creationFailed(name, let underlying) = $0 { return underlying as? HandlerSetupError == expected }
+                    return false
+                }
+                #expect(error?.description.contains("register exactly one handler per message type") == true)
+            }
+        }
+    }
+
     @Test func factoryErrorFailsTheLookupAndTheNextLookupRetries() async throws {
         let attempts = CallCount()
         struct NotYet: Error {}

@@ -1,3 +1,16 @@
+/// A ``HandlerActor`` whose `setup` cannot be used.
+public enum HandlerSetupError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `setup` registered more than one handler for these message types.
+    case duplicateHandlers(actor: String, messageTypes: [String])
+
+    public var description: String {
+        switch self {
+        case .duplicateHandlers(let actor, let types):
+            "\(actor).setup registers more than one handler for \(types.joined(separator: ", ")); register exactly one handler per message type (an enum payload covers several cases)"
+        }
+    }
+}
+
 /// The message of actors with per-type handlers: any `Sendable` value, plus the reply slot
 /// when it was sent with `ask`.
 public struct AnyMessage: Sendable {
@@ -93,13 +106,13 @@ public struct MessageHandlers<Actor> {
     }
 
     /// The handler table of `actor`, set up now (on the spawner's thread, so that a misuse is
-    /// reported where the actor is spawned). Traps, with a message that says what to do, when
-    /// `setup` registered a message type twice.
-    static func built(for actor: inout Actor) -> MessageHandlers where Actor: HandlerActor {
+    /// reported where the actor is spawned). Throws ``HandlerSetupError`` when `setup`
+    /// registered a message type twice.
+    static func built(for actor: inout Actor) throws(HandlerSetupError) -> MessageHandlers where Actor: HandlerActor {
         var handlers = MessageHandlers()
         actor.setup(&handlers)
         if !handlers.duplicates.isEmpty {
-            fatalError("\(Actor.self).setup registers more than one handler for \(handlers.duplicates.joined(separator: ", ")); register exactly one handler per message type (an enum payload covers several cases)")
+            throw .duplicateHandlers(actor: "\(Actor.self)", messageTypes: handlers.duplicates)
         }
         return handlers
     }
@@ -173,11 +186,26 @@ struct HandlerHost<Actor: HandlerActor>: ActorDefinition {
     var handlers: MessageHandlers<Actor>
 
     /// Sets the handlers up at once: at spawn for the first instance, in the factory call for
-    /// a restarted one.
+    /// a restarted one. A misused `setup` stops the program here, with a message that says
+    /// what to do (APIs that can throw use ``validated(_:)`` instead).
     init(_ actor: consuming Actor) {
+        do {
+            self = try Self.validated(actor)
+        } catch {
+            fatalError("\(error)")
+        }
+    }
+
+    /// Sets the handlers up, throwing ``HandlerSetupError`` on a misused `setup`.
+    static func validated(_ actor: consuming Actor) throws(HandlerSetupError) -> HandlerHost {
         var actor = actor
-        handlers = MessageHandlers.built(for: &actor)
+        let handlers = try MessageHandlers.built(for: &actor)
+        return HandlerHost(actor: actor, handlers: handlers)
+    }
+
+    private init(actor: consuming Actor, handlers: MessageHandlers<Actor>) {
         self.actor = actor
+        self.handlers = handlers
     }
 
     mutating func started(context: ActorContext<AnyMessage>) {

@@ -62,7 +62,12 @@ public class ActorRegistrar {
         _ make: @escaping @Sendable () -> Actor
     ) throws(RegistryError) -> String {
         try add(Actor.self, accepting: AnyMessage.self, kind: .singleton, name: name) { name in
-            { system in system.spawn(options: Self.named(options, name)) { HandlerHost(make()) } }
+            { system in
+                // A misused `setup` is a creation error for the looker-up, not a trap.
+                let restart = Self.restartFactory(name: name, system: system, first: try HandlerHost.validated(make()),
+                                                  make: { _ in HandlerHost(make()) })
+                return system.spawn(options: Self.named(options, name), factory: restart)
+            }
         }
     }
 
@@ -82,7 +87,7 @@ public class ActorRegistrar {
             { system in
                 // The registry creates each entry once, so the value is still there.
                 guard let definition = held.withLock({ $0.take() }) else {
-                    preconditionFailure("instance '\(name)' spawned twice (internal error)")
+                    fatalError("instance '\(name)' spawned twice (internal error)")
                 }
                 return system.spawn(definition, options: Self.named(options, name))
             }
@@ -96,13 +101,16 @@ public class ActorRegistrar {
         name: String? = nil,
         options: SpawnOptions = .default
     ) throws(RegistryError) -> String {
-        let held = Locked<Actor?>(actor)
+        // Set up now: a misused `setup` is an error of this registration.
+        let host: HandlerHost<Actor>
+        do { host = try HandlerHost.validated(actor) } catch { throw .creationFailed(name: name ?? Self.typeName(Actor.self), error: error) }
+        let held = Locked<HandlerHost<Actor>?>(host)
         return try add(Actor.self, accepting: AnyMessage.self, kind: .instance, name: name) { name in
             { system in
-                guard let actor = held.withLock({ $0.take() }) else {
-                    preconditionFailure("instance '\(name)' spawned twice (internal error)")
+                guard let host = held.withLock({ $0.take() }) else {
+                    fatalError("instance '\(name)' spawned twice (internal error)")
                 }
-                return system.spawn(actor, options: Self.named(options, name))
+                return system.spawn(host, options: Self.named(options, name))
             }
         }
     }
@@ -144,8 +152,9 @@ public class ActorRegistrar {
     ) throws(RegistryError) -> String {
         try add(Actor.self, accepting: AnyMessage.self, kind: .factory, name: name) { name in
             { system in
-                let restart = Self.restartFactory(name: name, system: system, first: try make(system), make: make)
-                return system.spawn(options: Self.named(options, name)) { HandlerHost(restart()) }
+                let restart = Self.restartFactory(name: name, system: system, first: try HandlerHost.validated(try make(system)),
+                                                  make: { HandlerHost(try make($0)) })
+                return system.spawn(options: Self.named(options, name), factory: restart)
             }
         }
     }
