@@ -96,12 +96,19 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
         }
         if let raw = CTroupe_current_worker() {
             // The calling thread's own worker outlives this call: borrow it without retaining.
-            let placed = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Bool in
-                guard worker.isShared && worker.scheduler === self else { return false }
-                worker.placeInSlot(cell)
-                return true
+            // The slot's retain is taken here, so that the closure captures a word, not the cell
+            // (a capture costs a retain/release pair per message).
+            let retained = Unmanaged.passRetained(cell)
+            let word = UInt(bitPattern: retained.toOpaque())
+            let placement = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> UInt8 in
+                guard worker.isShared && worker.scheduler === self else { return 0 }
+                return worker.placeInSlot(retainedWord: word) ? 2 : 1
             }
-            if placed { return }
+            switch placement {
+            case 1: notifyIdleForSlot(); return
+            case 2: notifyIdle(); return
+            default: retained.release()
+            }
         }
         let queue = runQueues[Int(bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(runQueues.count))]
         Worker.queue(cell, on: queue)

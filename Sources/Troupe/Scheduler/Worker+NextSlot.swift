@@ -68,18 +68,17 @@ extension Worker {
         return Unmanaged<AnyCell>.fromOpaque(raw).takeRetainedValue()
     }
 
-    /// Puts `cell` (whose scheduling right the caller holds) into the slot; a displaced cell
-    /// moves to this worker's run queue, where idle workers can steal it.
+    /// Puts a cell (whose scheduling right the caller holds, passed as the address of one
+    /// retain of it) into the slot; a displaced cell moves to this worker's run queue, where
+    /// idle workers can steal it. Returns whether a cell was displaced; the caller (the
+    /// scheduler, so that this worker's unowned reference to it costs no retain) then wakes a
+    /// worker for the run queue, else for the slot.
     @inline(__always)
-    func placeInSlot(_ cell: AnyCell) {
-        let word = UInt(bitPattern: Unmanaged.passRetained(cell).toOpaque())
+    func placeInSlot(retainedWord word: UInt) -> Bool {
         let displaced = slotWord.exchange(word, ordering: .sequentiallyConsistent)
-        if let raw = UnsafeMutableRawPointer(bitPattern: displaced) {
-            Unmanaged<AnyCell>.fromOpaque(raw)._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
-            scheduler.notifyIdle()
-        } else {
-            scheduler.notifyIdleForSlot()
-        }
+        guard let raw = UnsafeMutableRawPointer(bitPattern: displaced) else { return false }
+        Unmanaged<AnyCell>.fromOpaque(raw)._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
+        return true
     }
 
     @inline(__always)
