@@ -76,7 +76,7 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         cell.system.timer.schedule(state, after: timeout)
         // The envelope owns one retain of the state until it is handled or dead-lettered: the
         // request may not hold its Reply, and the ask may end (timeout) before the envelope does.
-        _ = cell.send(message, askToken: Unmanaged.passRetained(state).toOpaque())
+        _ = cell.send(message, askToken: .retaining(state))
     }
 
     /// Asks the actor to stop after the messages already sent to it. Later messages become

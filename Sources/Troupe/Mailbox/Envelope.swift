@@ -10,10 +10,10 @@ struct Envelope {
 
     /// Allocates an envelope and moves `payload` into it. Any thread.
     @inline(__always)
-    static func make<Payload>(_ payload: consuming Payload, kind: UInt32, askToken: UnsafeMutableRawPointer?) -> Envelope {
+    static func make<Payload>(_ payload: consuming Payload, kind: UInt32, askToken: AskToken?) -> Envelope {
         let raw = CTroupe_envelope_alloc(MemoryLayout<Payload>.size)!
         raw.pointee.kind = kind
-        raw.pointee.ask_token = askToken
+        raw.pointee.ask_token = askToken?.raw
         (UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset))
             .bindMemory(to: Payload.self, capacity: 1)
             .initialize(to: payload)
@@ -21,7 +21,7 @@ struct Envelope {
     }
 
     var isSystem: Bool { raw.pointee.kind == UInt32(CTroupe_envelope_kind_system) }
-    var askToken: UnsafeMutableRawPointer? { raw.pointee.ask_token }
+    var askToken: AskToken? { raw.pointee.ask_token.map(AskToken.init(raw:)) }
 
     /// Moves the payload out and frees the envelope. Consumer only.
     @inline(__always)

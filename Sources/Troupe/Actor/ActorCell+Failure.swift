@@ -1,0 +1,87 @@
+import Logging
+import Synchronization
+internal import CTroupe
+
+/// Failures, decided restarts and requested restarts. On the actor: called only by the holder
+/// of the scheduling right.
+extension ActorCell {
+
+    func failed(_ error: any Error, message: Message, token: AskToken?, isRetry: Bool) {
+        let extras = extrasCreatingIfNeeded
+        extras.failureCount += 1
+        let failure = ActorFailure(actor: address, error: error, failureCount: extras.failureCount, wasRetry: isRetry)
+        let decider = config?.failureDecider ?? system.configuration.failureDecider
+        var directive = decider(failure)
+        if directive.action == .restart && !isRestartable {
+            system.logger.error("\(failure); restart requested but the actor was spawned without a factory (use spawn(options:factory:)); stopping")
+            directive = .stop
+        }
+        system.hooks.actorFailed(failure, directive)
+        if directive.failingMessage == .retryOnce && !isRetry {
+            extras.retry = (message, token)
+        } else {
+            system.deadLetters.record(.handlerFailed("\(error)"), recipient: address, message: message)
+            // An asker learns the handler's error, not just that its Reply was dropped (after
+            // the count, so that it can read the count).
+            token?.failHandler(error)
+        }
+        switch directive.action {
+        case .resume:
+            system.logger.warning("\(failure); resuming")
+        case .stop:
+            system.logger.error("\(failure); stopping the actor")
+            stopNow(.failed(error))
+        case .restart:
+            if directive.restartDelay > .zero, let resume = system.suspend(self, for: directive.restartDelay) {
+                system.logger.warning("\(failure); restarting in \(directive.restartDelay)")
+                extras.suspension = (error, resume)
+                flags |= AnyCell.suspendedFlag
+                return
+            }
+            system.logger.warning("\(failure); restarting")
+            replaceInstance(reason: error)
+            retryFailingMessage()
+        }
+    }
+
+    /// The restart another thread asked for (``AnyCell/requestRestart(reason:after:)``).
+    /// Returns true when it is delayed: the actor is now suspended.
+    func restartAsRequested() -> Bool {
+        let before = lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue
+        guard before & AnyCell.restartRequestedBit != 0, isRestartable else { return false }
+        let request = config?.takeRestartRequest()
+        let reason: any Error = request?.reason ?? RestartRequested()
+        if let delay = request?.delay, delay > .zero, let resume = system.suspend(self, for: delay) {
+            system.logger.info("\(address): restart requested (\(reason)); restarting in \(delay)")
+            extrasCreatingIfNeeded.suspension = (reason, resume)
+            flags |= AnyCell.suspendedFlag
+            return true
+        }
+        replaceInstance(reason: reason)
+        return false
+    }
+
+    /// Replaces the instance with a fresh one from the factory; the mailbox is untouched.
+    func replaceInstance(reason: any Error) {
+        guard let factory else { return }
+        withInstance { $0.willRestart(reason: reason, context: context) }
+        cancelTimers()
+        let fresh = factory()
+        if MemoryLayout<Definition>.size != 0 { instance = fresh }
+        withInstance { $0.didRestart(reason: reason, context: context) }
+        system.hooks.actorRestarted(address, reason)
+        if flags & AnyCell.stopRequestedFlag != 0 { stopNow(.stopped) }
+    }
+
+    func retryFailingMessage() {
+        guard let retry = extras?.retry else { return }
+        extras?.retry = nil
+        if isStopped {
+            system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
+            retry.token?.failDelivery(.recipientStopped)
+            return
+        }
+        deliver(retry.message as! Message, token: retry.token, isRetry: true)
+    }
+
+}

@@ -1,0 +1,50 @@
+import Synchronization
+internal import CTroupe
+
+/// Stopping: timers cancelled, `stopped`, the instance released, family and watchers told,
+/// the registry left. On the actor: called only by the holder of the scheduling right.
+extension ActorCell {
+    func cancelTimers() {
+        guard let extras, !extras.timers.isEmpty else { return }
+        for key in Array(extras.timers.keys) { cancelTimer(key: key) }
+    }
+
+    /// At the end of a turn after a lease was released: stop when no ref and no message remain.
+    func checkSelfInvalidation() {
+        guard let invalidation = config?.selfInvalidation, !invalidation.isReferenced else {
+            flags &= ~AnyCell.invalidationCheckFlag
+            return
+        }
+        // A non-empty mailbox brings another turn, which checks again.
+        guard CTroupe_mailbox_is_empty(mailbox), !isStopped else { return }
+        flags &= ~AnyCell.invalidationCheckFlag
+        stopNow(.selfInvalidated)
+    }
+
+    /// Stops the actor now: cancels its timers, runs `stopped`, stops children, tells the
+    /// parent and the watchers, leaves the registry. Later envelopes are dead-lettered by the
+    /// turns that pop them.
+    func stopNow(_ reason: TerminationReason) {
+        flags &= ~AnyCell.stopRequestedFlag
+        if case .stopped = reason {} else { extrasCreatingIfNeeded.stopReason = reason }
+        lifecycle.bitwiseOr(AnyCell.stoppedBit, ordering: .releasing)
+        cancelTimers()
+        withInstance { $0.stopped(context: context) }
+        if let extras {
+            for child in extras.children.values { child.requestStop(.parentStopped) }
+            extras.children.removeAll()
+            extras.parent?.sendSystem(.childStopped(self))
+            for (_, watch) in extras.watching { system.removeWatcher(self, from: watch.target) }
+            extras.watching.removeAll()
+            if let retry = extras.retry {
+                extras.retry = nil
+                system.deadLetters.record(.recipientStopped, recipient: address, message: retry.message as! Message)
+                retry.token?.failDelivery(.recipientStopped)
+            }
+        }
+        releaseInstance()
+        system.hooks.actorStopped(address)
+        system.unregister(self, reason: reason)
+        config?.dedicated?.requestExit()
+    }
+}

@@ -1,0 +1,28 @@
+/// The one type that handles an ask state's raw retain: the token an envelope carries for the
+/// ask it belongs to.
+///
+/// Ownership: a token stands for one retain of its ``AskStateBase``, taken by the sender
+/// (``retaining(_:)``) and given back exactly once by whoever ends the envelope's life: the
+/// handler's turn (``release()``), a failed handler (``failHandler(_:)``), or a dead letter
+/// (``failDelivery(_:)``). The retain keeps the state alive even when the request does not
+/// hold its `Reply` and the ask ends (timeout) first.
+struct AskToken {
+    let raw: UnsafeMutableRawPointer
+
+    /// Takes the retain the envelope will own. Any thread (the sender).
+    static func retaining(_ state: AskStateBase) -> AskToken {
+        AskToken(raw: Unmanaged.passRetained(state).toOpaque())
+    }
+
+    private var state: Unmanaged<AskStateBase> { Unmanaged<AskStateBase>.fromOpaque(raw) }
+
+    /// The request was handled: gives the retain back.
+    func release() { state.release() }
+
+    /// The request became a dead letter: fails the ask (if still open) and gives the retain back.
+    func failDelivery(_ reason: DeadLetterReason) { state.takeRetainedValue().failDelivery(reason) }
+
+    /// The request's handler failed: fails the ask with the error (if still open) and gives the
+    /// retain back.
+    func failHandler(_ error: any Error) { state.takeRetainedValue().failHandler(error) }
+}

@@ -1,0 +1,26 @@
+internal import CTroupe
+
+/// Rare per-actor state, allocated on first use: family links, failures, watches, timers,
+/// a pending delayed restart. Touched only by the holder of the mailbox's scheduling right,
+/// except `stopReason`, which is written before the cell leaves the registry and read by
+/// watchers only after that (under the registry lock).
+final class CellExtras {
+    weak var parent: AnyCell?
+    var children: [ObjectIdentifier: AnyCell] = [:]
+    var failureCount = 0
+    /// Why the actor stopped, when it was not a plain stop.
+    var stopReason: TerminationReason?
+    /// Set by ``ActorContext/crash(_:)``; acted on when the handler returns.
+    var pendingCrash: (any Error)?
+    /// Actors this one watches, by id: the target and its notice mapping (a `NoticeMapping<Message>`).
+    var watching: [UInt64: (target: AnyCell, mapping: AnyObject)] = [:]
+    /// Active timers by key (`ActorTimer<Message>`).
+    var timers: [TimerKey: TimerEntry] = [:]
+    /// A delayed restart in progress: the reason and the timer entry that resumes the actor.
+    var suspension: (reason: any Error, resume: ResumeEntry)?
+    /// Envelopes popped in the turn that suspended the actor and not handled yet; handled
+    /// first when it resumes.
+    var held: [UnsafeMutablePointer<CTroupe_envelope>] = []
+    /// The failing message (a `Message`) and its ask token, kept for one retry after a restart.
+    var retry: (message: Any, token: AskToken?)?
+}

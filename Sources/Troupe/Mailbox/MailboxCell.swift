@@ -1,0 +1,89 @@
+import Synchronization
+internal import CTroupe
+
+/// A cell that accepts `Message`: the typed send path, independent of the actor's definition.
+class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherits AnyCell's contract
+    /// The send path. Any thread; wait-free apart from the envelope allocator's rare refill.
+    final func send(_ message: consuming Message, askToken: AskToken? = nil) -> TellOutcome {
+        if _slowPath(lifecycle.load(ordering: .relaxed) != 0 || !system.isAccepting || mailboxMode != AnyCell.unboundedMode) {
+            return sendSlowly(message, askToken: askToken)
+        }
+        let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken)
+        if CTroupe_mailbox_push(mailbox, envelope.raw, false) {
+            system.schedule(self)
+        }
+        return .enqueued
+    }
+
+    /// Stopped recipient, shutdown, or a bounded mailbox.
+    private func sendSlowly(_ message: consuming Message, askToken: AskToken?) -> TellOutcome {
+        // Shutdown first: once it began, every refusal says so, whether or not the
+        // recipient has stopped yet.
+        if !system.isAccepting {
+            return reject(message, .systemShutdown, askToken: askToken)
+        }
+        if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit != 0 {
+            return reject(message, .recipientStopped, askToken: askToken)
+        }
+        var outcome = TellOutcome.enqueued
+        var reserved = false
+        if mailboxMode != AnyCell.unboundedMode, let config {
+            // The reservation never takes the depth above the capacity (CTroupe.h), so a bounded
+            // mailbox holds at most `capacity` user messages at every moment.
+            let capacity = Int64(config.capacity)
+            if !CTroupe_mailbox_try_reserve(mailbox, capacity) {
+                switch config.overflow {
+                case .dropNewest, .fail:
+                    return reject(message, .mailboxFull(config.overflow), askToken: askToken)
+                case .dropOldest:
+                    // Make room now, on the sender's thread: the oldest pending user message is
+                    // taken out and dead-lettered before this send returns.
+                    repeat {
+                        if let dropped = CTroupe_mailbox_drop_oldest(mailbox) {
+                            deadLetter(Envelope(raw: dropped), .mailboxFull(.dropOldest))
+                            outcome = .enqueuedDroppingOldest
+                        } else {
+                            // Full of reservations whose envelopes are still being pushed.
+                            CTroupe_cpu_relax()
+                        }
+                    } while !CTroupe_mailbox_try_reserve(mailbox, capacity)
+                }
+            }
+            reserved = true
+        }
+        let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken)
+        if CTroupe_mailbox_push(mailbox, envelope.raw, reserved) {
+            system.schedule(self)
+        }
+        return outcome
+    }
+
+    private func reject(_ message: consuming Message, _ reason: DeadLetterReason, askToken: AskToken?) -> TellOutcome {
+        // Counted first: an asker that reads the count after its error sees this dead letter.
+        let kept = message
+        system.deadLetters.record(reason, recipient: address, message: kept)
+        if let askToken {
+            askToken.failDelivery(reason)
+        }
+        return .deadLettered(reason)
+    }
+
+    // Operations of the actor's own context that depend on its message type; ActorCell
+    // implements them. Called only by the holder of the scheduling right.
+    func startTimer(key: TimerKey, message: Message, delay: Duration, interval: Duration?) { fatalError("subclass") }
+    func cancelTimer(key: TimerKey) { fatalError("subclass") }
+    func watch(_ target: AnyCell, mapping: NoticeMapping<Message>) { fatalError("subclass") }
+    func unwatch(_ target: AnyCell) { fatalError("subclass") }
+
+    /// Dead-letters a user envelope its caller owns: popped by the consumer, or taken out of a
+    /// full drop-oldest mailbox by a sender.
+    final func deadLetter(_ envelope: Envelope, _ reason: DeadLetterReason) {
+        let token = envelope.askToken
+        let message = envelope.take(as: Message.self)
+        // Counted first: an asker that reads the count after its error sees this dead letter.
+        system.deadLetters.record(reason, recipient: address, message: message)
+        if let token {
+            token.failDelivery(reason)
+        }
+    }
+}
