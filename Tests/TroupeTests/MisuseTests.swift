@@ -55,4 +55,22 @@ import TroupeTestSupport
         }
         #expect(Self.standardError(result).contains("shutdownBlocking() called on a Troupe worker thread"))
     }
+
+    /// Debug builds check the context's contract: only the handler it was given to may use it.
+    @Test func aContextUsedOutsideItsTurnIsReportedInDebugBuilds() async throws {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let system = ActorSystem(configuration: .init(workerCount: 1, pinWorkers: false))
+            system.spawn(ContextSmuggler()).tell(1)
+            while ContextSmuggler.smuggled == nil { usleep(1000) }
+            ContextSmuggler.smuggled?.stop()  // from the test's thread, outside any turn
+            exit(0)
+        }
+        #expect(Self.standardError(result).contains("ActorContext.stop() used outside"))
+    }
+}
+
+/// Keeps its context past the handler: the misuse ``MisuseTests`` checks.
+struct ContextSmuggler: ActorDefinition {
+    nonisolated(unsafe) static var smuggled: ActorContext<Int>?  // the misuse under test: written once by the handler, read by the test's thread after it polled for it
+    func receive(_ message: Int, context: ActorContext<Int>) { Self.smuggled = context }
 }

@@ -35,7 +35,7 @@ extension ActorCell {
             if directive.restartDelay > .zero, let resume = system.suspend(self, for: directive.restartDelay) {
                 system.logger.warning("\(failure); restarting in \(directive.restartDelay)")
                 extras.suspension = (error, resume)
-                flags |= AnyCell.suspendedFlag
+                flags.insert(.suspended)
                 return
             }
             system.logger.warning("\(failure); restarting")
@@ -47,14 +47,14 @@ extension ActorCell {
     /// The restart another thread asked for (``AnyCell/requestRestart(reason:after:)``).
     /// Returns true when it is delayed: the actor is now suspended.
     func restartAsRequested() -> Bool {
-        let before = lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue
-        guard before & AnyCell.restartRequestedBit != 0, isRestartable else { return false }
+        let before = Lifecycle(rawValue: lifecycle.bitwiseAnd(~Lifecycle.restartRequested.rawValue, ordering: .acquiringAndReleasing).oldValue)
+        guard before.contains(.restartRequested), isRestartable else { return false }
         let request = config?.takeRestartRequest()
         let reason: any Error = request?.reason ?? RestartRequested()
         if let delay = request?.delay, delay > .zero, let resume = system.suspend(self, for: delay) {
             system.logger.info("\(address): restart requested (\(reason)); restarting in \(delay)")
             extrasCreatingIfNeeded.suspension = (reason, resume)
-            flags |= AnyCell.suspendedFlag
+            flags.insert(.suspended)
             return true
         }
         replaceInstance(reason: reason)
@@ -70,7 +70,7 @@ extension ActorCell {
         if MemoryLayout<Definition>.size != 0 { instance = fresh }
         withInstance { $0.didRestart(reason: reason, context: context) }
         system.hooks.actorRestarted(address, reason)
-        if flags & AnyCell.stopRequestedFlag != 0 { stopNow(.stopped) }
+        if flags.contains(.stopRequested) { stopNow(.stopped) }
     }
 
     func retryFailingMessage() {

@@ -12,12 +12,12 @@ extension ActorCell {
     /// At the end of a turn after a lease was released: stop when no ref and no message remain.
     func checkSelfInvalidation() {
         guard let invalidation = config?.selfInvalidation, !invalidation.isReferenced else {
-            flags &= ~AnyCell.invalidationCheckFlag
+            flags.remove(.invalidationCheck)
             return
         }
         // A non-empty mailbox brings another turn, which checks again.
         guard CTroupe_mailbox_is_empty(mailbox), !isStopped else { return }
-        flags &= ~AnyCell.invalidationCheckFlag
+        flags.remove(.invalidationCheck)
         stopNow(.selfInvalidated)
     }
 
@@ -25,9 +25,9 @@ extension ActorCell {
     /// parent and the watchers, leaves the registry. Later envelopes are dead-lettered by the
     /// turns that pop them.
     func stopNow(_ reason: TerminationReason) {
-        flags &= ~AnyCell.stopRequestedFlag
+        flags.remove(.stopRequested)
         if case .stopped = reason {} else { extrasCreatingIfNeeded.stopReason = reason }
-        lifecycle.bitwiseOr(AnyCell.stoppedBit, ordering: .releasing)
+        lifecycle.bitwiseOr(Lifecycle.stopped.rawValue, ordering: .releasing)
         cancelTimers()
         withInstance { $0.stopped(context: context) }
         if let extras {

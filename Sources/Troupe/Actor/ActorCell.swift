@@ -37,7 +37,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// instructions). Only called while the instance exists (before the actor stops).
     @inline(__always)
     func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
-        assert(flags & AnyCell.instanceReleasedFlag == 0, "the instance of a stopped actor was used")
+        assert(!flags.contains(.instanceReleased), "the instance of a stopped actor was used")
         let typed = (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Int(instanceOffset))
             .assumingMemoryBound(to: Definition.self)
         if MemoryLayout<Definition>.size == 0 {
@@ -51,7 +51,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// ``AskError/recipientStopped``. Called by the holder of the scheduling right, after
     /// `stopped` (or for an actor that never started).
     func releaseInstance() {
-        flags |= AnyCell.instanceReleasedFlag
+        flags.insert(.instanceReleased)
         CTroupe_set_releasing_stopped_actor(true)
         instance = nil
         CTroupe_set_releasing_stopped_actor(false)
@@ -60,19 +60,24 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     var context: ActorContext<Message> { ActorContext(cell: self) }
 
     override func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
-        if _slowPath(flags & (AnyCell.startedFlag | AnyCell.suspendedFlag) != AnyCell.startedFlag) {
+        inTurn { runTurnHoldingTheRight(buffer: buffer, limit: limit) }
+    }
+
+    @inline(__always)
+    private func runTurnHoldingTheRight(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
+        if _slowPath(flags.intersection([.started, .suspended]) != .started) {
             if !beginTurnSlowly() { return suspensionTurnEnded() }
         }
         var handled = 0
         // A bounded mailbox gives up its envelopes one at a time, so that none wait in a popped
         // batch beyond the capacity.
-        let perPop = mailboxMode == AnyCell.unboundedMode ? limit : 1
+        let perPop = mailboxMode == .unbounded ? limit : 1
         while handled < limit {
             let count = CTroupe_mailbox_pop_batch(mailbox, buffer, min(perPop, limit - handled))
             if count == 0 { break }
             for index in 0..<count {
                 handle(Envelope(raw: buffer[index].unsafelyUnwrapped))
-                if _slowPath(flags & AnyCell.suspendedFlag != 0) {
+                if _slowPath(flags.contains(.suspended)) {
                     // A delayed restart began: keep the rest of the batch for the fresh instance.
                     for rest in (index + 1)..<count { extras!.held.append(buffer[rest].unsafelyUnwrapped) }
                     return suspensionTurnEnded()
@@ -80,37 +85,37 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             }
             handled += count
         }
-        if _slowPath(flags & AnyCell.invalidationCheckFlag != 0) { checkSelfInvalidation() }
+        if _slowPath(flags.contains(.invalidationCheck)) { checkSelfInvalidation() }
         return CTroupe_mailbox_finish_turn(mailbox)
     }
 
     /// First turn (runs `started`) or the turn that ends a suspension. Returns false when the
     /// actor is (again) suspended.
     func beginTurnSlowly() -> Bool {
-        if flags & AnyCell.startedFlag == 0 {
-            flags |= AnyCell.startedFlag
+        if !flags.contains(.started) {
+            flags.insert(.started)
             withInstance { $0.started(context: context) }
             system.hooks.actorStarted(address)
-            if flags & AnyCell.stopRequestedFlag != 0 { stopNow(.stopped) }
+            if flags.contains(.stopRequested) { stopNow(.stopped) }
             return true
         }
         // Resuming after a delayed restart's pause.
-        flags &= ~AnyCell.suspendedFlag
+        flags.remove(.suspended)
         let extras = extras!
         guard let suspension = extras.suspension else { return true }
         extras.suspension = nil
         // A restart requested meanwhile is covered by this one.
-        if lifecycle.bitwiseAnd(~AnyCell.restartRequestedBit, ordering: .acquiringAndReleasing).oldValue & AnyCell.restartRequestedBit != 0 {
+        if Lifecycle(rawValue: lifecycle.bitwiseAnd(~Lifecycle.restartRequested.rawValue, ordering: .acquiringAndReleasing).oldValue).contains(.restartRequested) {
             _ = config?.takeRestartRequest()
         }
-        if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit == 0 {
+        if !Lifecycle(rawValue: lifecycle.load(ordering: .relaxed)).contains(.stopped) {
             replaceInstance(reason: suspension.reason)
             retryFailingMessage()
         }
-        while !extras.held.isEmpty && flags & AnyCell.suspendedFlag == 0 {
+        while !extras.held.isEmpty && !flags.contains(.suspended) {
             handle(Envelope(raw: extras.held.removeFirst()))
         }
-        return flags & AnyCell.suspendedFlag == 0
+        return !flags.contains(.suspended)
     }
 
     /// The turn of a suspended actor ends; see ``ResumeEntry``.
@@ -125,12 +130,12 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             return
         }
         if _slowPath(lifecycle.load(ordering: .relaxed) != 0) {
-            let bits = lifecycle.load(ordering: .acquiring)
-            if bits & AnyCell.stoppedBit != 0 {
+            let bits = Lifecycle(rawValue: lifecycle.load(ordering: .acquiring))
+            if bits.contains(.stopped) {
                 deadLetter(envelope, .recipientStopped)
                 return
             }
-            if bits & AnyCell.abandonedBit != 0 {
+            if bits.contains(.abandoned) {
                 deadLetter(envelope, .systemShutdown)
                 return
             }
@@ -151,16 +156,16 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             try withInstance { try $0.receive(message, context: context) }
         } catch {
             failed(error, message: message, token: token, isRetry: isRetry)
-            if _slowPath(flags & AnyCell.stopRequestedFlag != 0) { stopNow(.stopped) }
+            if _slowPath(flags.contains(.stopRequested)) { stopNow(.stopped) }
             return
         }
-        if _slowPath(flags & (AnyCell.stopRequestedFlag | AnyCell.crashRequestedFlag) != 0) {
-            if flags & AnyCell.crashRequestedFlag != 0 {
-                flags &= ~AnyCell.crashRequestedFlag
+        if _slowPath(!flags.isDisjoint(with: [.stopRequested, .crashRequested])) {
+            if flags.contains(.crashRequested) {
+                flags.remove(.crashRequested)
                 let error = extras?.pendingCrash ?? RestartRequested()
                 extras?.pendingCrash = nil
                 failed(error, message: message, token: token, isRetry: isRetry)
-                if flags & AnyCell.stopRequestedFlag != 0 { stopNow(.stopped) }
+                if flags.contains(.stopRequested) { stopNow(.stopped) }
                 return
             }
             stopNow(.stopped)
@@ -176,7 +181,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         case .childStopped(let child):
             extras?.children[ObjectIdentifier(child)] = nil
         case .wake:
-            if lifecycle.load(ordering: .relaxed) == AnyCell.restartRequestedBit { _ = restartAsRequested() }
+            if Lifecycle(rawValue: lifecycle.load(ordering: .relaxed)) == .restartRequested { _ = restartAsRequested() }
         case .watchedTerminated(let notice, let targetID):
             guard !isStoppedOrAbandoned, let watch = extras?.watching.removeValue(forKey: targetID) else { return }
             deliver(unsafeDowncast(watch.mapping, to: NoticeMapping<Message>.self).map(notice), token: nil)
@@ -187,7 +192,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             if timer.interval == 0 { extras.timers[timer.key] = nil }
             deliver(timer.message, token: nil)
         case .referencesReleased:
-            flags |= AnyCell.invalidationCheckFlag
+            flags.insert(.invalidationCheck)
         }
     }
 

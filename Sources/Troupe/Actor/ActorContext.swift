@@ -30,14 +30,18 @@ public struct ActorContext<Message: Sendable> {
 
     /// Stops this actor once the current handler returns: `stopped` runs, children stop,
     /// messages still in the mailbox are dead-lettered.
-    public func stop() { cell.flags |= AnyCell.stopRequestedFlag }
+    public func stop() {
+        cell.assertInTurn("ActorContext.stop()")
+        cell.flags.insert(.stopRequested)
+    }
 
     /// Fails this actor with `error` once the current handler returns, exactly as if the
     /// handler had thrown it (ActorKit's `crashWithError:`): the failure decider or supervisor
     /// decides between resume, restart and stop. For errors found where throwing is awkward.
     public func crash(_ error: any Error) {
+        cell.assertInTurn("ActorContext.crash(_:)")
         cell.extrasCreatingIfNeeded.pendingCrash = error
-        cell.flags |= AnyCell.crashRequestedFlag
+        cell.flags.insert(.crashRequested)
     }
 
     /// Why the actor stopped: set in the `stopped` hook, `nil` while it runs.
@@ -50,11 +54,13 @@ public struct ActorContext<Message: Sendable> {
     /// replaces the mapping; ``unwatch(_:)`` cancels, and no notice arrives after it. Watches
     /// end when this actor stops and are kept across its restarts.
     public func watch<Target: Sendable>(_ target: ActorRef<Target>, notice: @escaping (Terminated) -> Message) {
+        cell.assertInTurn("ActorContext.watch(_:notice:)")
         cell.watch(target.cell, mapping: NoticeMapping(notice))
     }
 
     /// Stops watching `target`; a notice already on its way is discarded.
     public func unwatch<Target: Sendable>(_ target: ActorRef<Target>) {
+        cell.assertInTurn("ActorContext.unwatch(_:)")
         cell.unwatch(target.cell)
     }
 
@@ -64,6 +70,7 @@ public struct ActorContext<Message: Sendable> {
     /// key is replaced (its pending tick discarded). Timers are cancelled when the actor stops
     /// or restarts. All timers of a system share one timing thread (a heap of deadlines).
     public func startSingleTimer(key: some Hashable & Sendable, message: Message, after delay: Duration) {
+        cell.assertInTurn("ActorContext.startSingleTimer")
         cell.startTimer(key: TimerKey(key), message: message, delay: delay, interval: nil)
     }
 
@@ -75,12 +82,14 @@ public struct ActorContext<Message: Sendable> {
     /// below 1 µs are raised to 1 µs.
     public func startPeriodicTimer(key: some Hashable & Sendable, message: Message, every interval: Duration,
                                    initialDelay: Duration? = nil) {
+        cell.assertInTurn("ActorContext.startPeriodicTimer")
         cell.startTimer(key: TimerKey(key), message: message, delay: initialDelay ?? interval, interval: interval)
     }
 
     /// Cancels the timer under `key`; a tick already in the mailbox is discarded. Unknown keys
     /// are ignored.
     public func cancelTimer(key: some Hashable & Sendable) {
+        cell.assertInTurn("ActorContext.cancelTimer(key:)")
         cell.cancelTimer(key: TimerKey(key))
     }
 
@@ -96,13 +105,15 @@ public struct ActorContext<Message: Sendable> {
     /// Spawns a child: it stops when this actor stops.
     @discardableResult
     public func spawn<Child: ActorDefinition>(_ definition: sending Child, options: SpawnOptions = .default) -> ActorRef<Child.Message> {
-        cell.system.spawnRef(definition, factory: nil, options: options, parent: cell)
+        cell.assertInTurn("ActorContext.spawn")
+        return cell.system.spawnRef(definition, factory: nil, options: options, parent: cell)
     }
 
     /// Spawns a restartable child from a factory: it stops when this actor stops.
     @discardableResult
     public func spawn<Child: ActorDefinition>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Child) -> ActorRef<Child.Message> {
-        cell.system.spawnRef(factory(), factory: factory, options: options, parent: cell)
+        cell.assertInTurn("ActorContext.spawn")
+        return cell.system.spawnRef(factory(), factory: factory, options: options, parent: cell)
     }
 
     /// Runs `work` off the actor (as a Swift task) and sends `message(result)` back to it, so

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 internal import CTroupe
 
@@ -17,12 +20,17 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     let system: ActorSystem
     let id: UInt64
     let config: CellConfig?
-    /// Bit 0: stopped. Bit 1: restart requested. Bit 2: abandoned by a shutdown whose deadline
-    /// passed. Any bit set sends senders, and the turn, down the slow path.
+    /// ``Lifecycle`` bits, shared with other threads. Any bit set sends senders, and the turn,
+    /// down the slow path.
     let lifecycle = Atomic<UInt8>(0)
-    var flags: UInt8 = 0
+    /// Protected by the scheduling right: only its holder reads or writes them.
+    var flags: CellFlags = []
+    #if DEBUG
+    /// Debug builds: the thread running this cell's turn (0 between turns), for ``assertInTurn(_:)``.
+    let turnThread = Atomic<UInt>(0)
+    #endif
     /// Copied from `config` so the per-message paths need not touch it.
-    let mailboxMode: UInt8
+    let mailboxMode: MailboxMode
     /// Where `ActorCell`'s instance lives, in bytes from the object's start (set once, by the
     /// initialiser; it fills padding, so the cell does not grow).
     var instanceOffset: UInt32 = 0
@@ -30,32 +38,16 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     var registryNext: AnyCell?
     unowned(unsafe) var registryPrevious: AnyCell?
 
-    static let stoppedBit: UInt8 = 1
-    static let restartRequestedBit: UInt8 = 2
-    /// Set by a shutdown whose deadline passed while this actor was alive: it handles no
-    /// further user message (each is dead-lettered with `.systemShutdown`).
-    static let abandonedBit: UInt8 = 4
-
-    static let startedFlag: UInt8 = 1
-    static let stopRequestedFlag: UInt8 = 2
-    static let crashRequestedFlag: UInt8 = 4
-    static let suspendedFlag: UInt8 = 8
-    static let invalidationCheckFlag: UInt8 = 16
-    static let instanceReleasedFlag: UInt8 = 32
-    static let unboundedMode: UInt8 = 0
-    static let boundedMode: UInt8 = 1
-    static let boundedDropOldestMode: UInt8 = 2
-
     init(system: ActorSystem, config: CellConfig?) {
         self.system = system
         self.id = system.nextActorID()
         self.config = config
         if let config, config.capacity > 0 {
-            mailboxMode = config.overflow == .dropOldest ? AnyCell.boundedDropOldestMode : AnyCell.boundedMode
+            mailboxMode = config.overflow == .dropOldest ? .boundedDroppingOldest : .bounded
         } else {
-            mailboxMode = AnyCell.unboundedMode
+            mailboxMode = .unbounded
         }
-        self.mailbox = CTroupe_mailbox_create(nil, config?.tracksDepth ?? false, mailboxMode == AnyCell.boundedDropOldestMode)!
+        self.mailbox = CTroupe_mailbox_create(nil, config?.tracksDepth ?? false, mailboxMode == .boundedDroppingOldest)!
         CTroupe_mailbox_set_owner(mailbox, Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -66,8 +58,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
 
     var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
-    var isStopped: Bool { lifecycle.load(ordering: .acquiring) & AnyCell.stoppedBit != 0 }
-    var isStoppedOrAbandoned: Bool { lifecycle.load(ordering: .acquiring) & (AnyCell.stoppedBit | AnyCell.abandonedBit) != 0 }
+    var isStopped: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.stopped) }
+    var isStoppedOrAbandoned: Bool { !Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).isDisjoint(with: [.stopped, .abandoned]) }
 
     /// Why the actor stopped; `nil` while it runs. Reliable on the actor itself, and on other
     /// threads once the cell has left the registry (see ``CellExtras``).
@@ -99,9 +91,34 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     final func requestRestart(reason: any Error, after delay: Duration) -> Bool {
         guard let config, config.factory != nil, !isStopped else { return false }
         config.requestRestart(RestartRequest(reason: reason, delay: delay))
-        lifecycle.bitwiseOr(AnyCell.restartRequestedBit, ordering: .releasing)
+        lifecycle.bitwiseOr(Lifecycle.restartRequested.rawValue, ordering: .releasing)
         sendSystem(.wake)
         return true
+    }
+
+    /// Debug builds: marks the calling thread as the one holding the scheduling right for the
+    /// turn that `body` runs.
+    @inline(__always)
+    final func inTurn<Result>(_ body: () -> Result) -> Result {
+        #if DEBUG
+        turnThread.store(UInt(pthread_self()), ordering: .relaxed)
+        defer { turnThread.store(0, ordering: .relaxed) }
+        #endif
+        return body()
+    }
+
+    /// Debug builds: traps unless the calling thread runs this cell's turn, that is, holds its
+    /// mailbox's scheduling right. Checks the contracts that say "only the holder of the
+    /// scheduling right" (handlers, hooks, the context), as an event loop checks that it is
+    /// on its own thread. Free in release builds.
+    @inline(__always)
+    final func assertInTurn(_ what: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+        let owner = turnThread.load(ordering: .relaxed)
+        if owner != UInt(pthread_self()) {
+            fatalError("\(what()) used outside \(address)'s turn: an ActorContext (and the cell state behind it) belongs to the handler it was given to; capture context.ref to reach the actor from elsewhere", file: file, line: line)
+        }
+        #endif
     }
 
     final var extrasCreatingIfNeeded: CellExtras {
@@ -110,4 +127,40 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         extras = created
         return created
     }
+}
+
+/// The lifecycle bits of a cell, read by any thread (an `Atomic<UInt8>` holds their raw value).
+struct Lifecycle: OptionSet {
+    let rawValue: UInt8
+    /// Set only by the holder of the scheduling right, when the actor stops; senders read it.
+    static let stopped = Lifecycle(rawValue: 1)
+    /// Set by any thread (``ActorRef/requestRestart(reason:after:)``), cleared by the right's holder.
+    static let restartRequested = Lifecycle(rawValue: 2)
+    /// Set by a shutdown whose deadline passed while this actor was alive: it handles no
+    /// further user message (each is dead-lettered with `.systemShutdown`).
+    static let abandoned = Lifecycle(rawValue: 4)
+}
+
+/// A cell's own state, touched only by the holder of the scheduling right.
+struct CellFlags: OptionSet {
+    let rawValue: UInt8
+    /// `started` ran.
+    static let started = CellFlags(rawValue: 1)
+    /// ``ActorContext/stop()`` was called in the current handler.
+    static let stopRequested = CellFlags(rawValue: 2)
+    /// ``ActorContext/crash(_:)`` was called in the current handler.
+    static let crashRequested = CellFlags(rawValue: 4)
+    /// Paused by a delayed restart.
+    static let suspended = CellFlags(rawValue: 8)
+    /// A self-invalidating actor's lease went: check at the end of the turn.
+    static let invalidationCheck = CellFlags(rawValue: 16)
+    /// The instance was released (the actor stopped).
+    static let instanceReleased = CellFlags(rawValue: 32)
+}
+
+/// How a cell's mailbox admits user messages (copied from the config for the send path).
+enum MailboxMode: UInt8 {
+    case unbounded
+    case bounded
+    case boundedDroppingOldest
 }

@@ -5,7 +5,7 @@ internal import CTroupe
 class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherits AnyCell's contract
     /// The send path. Any thread; wait-free apart from the envelope allocator's rare refill.
     final func send(_ message: consuming Message, askToken: AskToken? = nil) -> TellOutcome {
-        if _slowPath(lifecycle.load(ordering: .relaxed) != 0 || !system.isAccepting || mailboxMode != AnyCell.unboundedMode) {
+        if _slowPath(lifecycle.load(ordering: .relaxed) != 0 || !system.isAccepting || mailboxMode != .unbounded) {
             return sendSlowly(message, askToken: askToken)
         }
         let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken)
@@ -22,12 +22,12 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
         if !system.isAccepting {
             return reject(message, .systemShutdown, askToken: askToken)
         }
-        if lifecycle.load(ordering: .relaxed) & AnyCell.stoppedBit != 0 {
+        if Lifecycle(rawValue: lifecycle.load(ordering: .relaxed)).contains(.stopped) {
             return reject(message, .recipientStopped, askToken: askToken)
         }
         var outcome = TellOutcome.enqueued
         var reserved = false
-        if mailboxMode != AnyCell.unboundedMode, let config {
+        if mailboxMode != .unbounded, let config {
             // The reservation never takes the depth above the capacity (CTroupe.h), so a bounded
             // mailbox holds at most `capacity` user messages at every moment.
             let capacity = Int64(config.capacity)

@@ -72,8 +72,18 @@ public final class ActorSystem: Sendable {
     /// Actors paused by a delayed restart, so that shutdown can cut the pause short.
     private let suspended = Locked<(accepting: Bool, entries: [ObjectIdentifier: ResumeEntry])>((true, [:]))
     private let actorIDs = Atomic<UInt64>(0)
-    /// 0 running, 1 shutting down (no new messages), 2 terminated.
-    private let phase = Atomic<Int>(0)
+    /// The system's ``Phase`` (its raw value): written by the shutting-down thread, read by senders.
+    private let phase = Atomic<Int>(Phase.running.rawValue)
+
+    /// Where a system is in its life.
+    enum Phase: Int {
+        /// Accepting messages.
+        case running
+        /// Shutdown began: new messages are dead letters; actors drain and stop.
+        case shuttingDown
+        /// Every actor stopped and every thread was joined.
+        case terminated
+    }
     private let shutdownStarted = Atomic<Bool>(false)
     private let everyoneStopped = EventCount()
 
@@ -89,7 +99,7 @@ public final class ActorSystem: Sendable {
     }
 
     var logger: Logger { configuration.logger }
-    var isAccepting: Bool { phase.load(ordering: .relaxed) == 0 }
+    var isAccepting: Bool { phase.load(ordering: .relaxed) == Phase.running.rawValue }
 
     /// Number of shared worker threads.
     public var workerCount: Int { scheduler.shared.count }
@@ -98,7 +108,7 @@ public final class ActorSystem: Sendable {
     public var liveActorCount: Int { registry.withLock { $0.count } }
 
     /// Whether `shutdown` has begun.
-    public var isShuttingDown: Bool { phase.load(ordering: .acquiring) != 0 }
+    public var isShuttingDown: Bool { phase.load(ordering: .acquiring) != Phase.running.rawValue }
 
     // MARK: Spawning
 
@@ -145,8 +155,8 @@ public final class ActorSystem: Sendable {
         guard register(cell) else {
             // Shutting down: the actor never runs; everything sent to it is dead-lettered.
             cell.extrasCreatingIfNeeded.stopReason = .systemShutdown
-            cell.lifecycle.store(AnyCell.stoppedBit, ordering: .releasing)
-            cell.flags |= AnyCell.startedFlag
+            cell.lifecycle.store(Lifecycle.stopped.rawValue, ordering: .releasing)
+            cell.flags.insert(.started)
             cell.releaseInstance()
             if let dedicated = config?.dedicated { scheduler.retireDedicated(dedicated) }
             logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
@@ -325,10 +335,10 @@ public final class ActorSystem: Sendable {
         }
         guard shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
             // Another caller runs the shutdown: wait for it to finish (or for the deadline).
-            if waitForStop(until: deadline, { phase.load(ordering: .acquiring) == 2 }) { return ShutdownReport(unstopped: []) }
+            if waitForStop(until: deadline, { phase.load(ordering: .acquiring) == Phase.terminated.rawValue }) { return ShutdownReport(unstopped: []) }
             return ShutdownReport(unstopped: abandonLiveActors())
         }
-        phase.store(1, ordering: .sequentiallyConsistent)
+        phase.store(Phase.shuttingDown.rawValue, ordering: .sequentiallyConsistent)
         // Every live actor handles its pending messages, then the stop.
         for cell in liveCells() { cell.requestStop(.systemShutdown) }
         resumeSuspendedEarly()
@@ -361,7 +371,7 @@ public final class ActorSystem: Sendable {
     /// of handled) and describes it. Idempotent.
     private func abandonLiveActors() -> [ShutdownReport.UnstoppedActor] {
         liveCells().map { cell in
-            cell.lifecycle.bitwiseOr(AnyCell.abandonedBit, ordering: .releasing)
+            cell.lifecycle.bitwiseOr(Lifecycle.abandoned.rawValue, ordering: .releasing)
             let depth = CTroupe_mailbox_depth(cell.mailbox)
             return ShutdownReport.UnstoppedActor(address: cell.address, pendingMessages: depth < 0 ? nil : Int(depth),
                                                  mailboxWasEmpty: CTroupe_mailbox_is_empty(cell.mailbox))
@@ -372,7 +382,7 @@ public final class ActorSystem: Sendable {
     private func finishShutdown() {
         scheduler.stopAndJoin()
         timer.stop()
-        phase.store(2, ordering: .sequentiallyConsistent)
+        phase.store(Phase.terminated.rawValue, ordering: .sequentiallyConsistent)
         pluginRegistry.close()
         // Observers often capture the system; dropping them breaks that cycle, so the system
         // is freed with its last user reference.
