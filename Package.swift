@@ -50,7 +50,7 @@ let package = Package(
             path: "Sources/Troupe"
         ),
         // Optional modules: built on Troupe's public API only (plus the shared lock).
-        .target(name: "TroupePromises", dependencies: ["Troupe"], path: "Sources/TroupePromises"),
+        .target(name: "TroupePromises", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupePromises"),
         .target(name: "TroupePubSub", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupePubSub"),
         .target(name: "TroupeSupervision", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeSupervision"),
         .testTarget(

@@ -18,8 +18,18 @@ public final class Locked<Value>: @unchecked Sendable {  // `value` is only touc
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
+        #if DEBUG
+        // Debug builds: an error-checking mutex, so that taking the lock twice on one thread
+        // (a reentrant `withLock`) fails at once with EDEADLK instead of hanging.
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+        let result = pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        #else
         let result = pthread_mutex_init(mutex, nil)
-        if !(result == 0) { fatalError("pthread_mutex_init failed with error \(result)") }
+        #endif
+        if result != 0 { fatalError("pthread_mutex_init failed with error \(result)") }
     }
 
     deinit {
@@ -32,10 +42,12 @@ public final class Locked<Value>: @unchecked Sendable {  // `value` is only touc
     @inline(__always)
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         let locked = pthread_mutex_lock(mutex)
-        if !(locked == 0) { fatalError("pthread_mutex_lock failed with error \(locked)") }
+        if locked != 0 {
+            fatalError(locked == EDEADLK ? "Locked.withLock called again on the thread that holds the lock (not reentrant)" : "pthread_mutex_lock failed with error \(locked)")
+        }
         defer {
             let unlocked = pthread_mutex_unlock(mutex)
-            if !(unlocked == 0) { fatalError("pthread_mutex_unlock failed with error \(unlocked)") }
+            if unlocked != 0 { fatalError("pthread_mutex_unlock failed with error \(unlocked)") }
         }
         return try body(&value)
     }

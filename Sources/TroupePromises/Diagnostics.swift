@@ -1,3 +1,4 @@
+internal import TroupeLocks
 import Synchronization
 
 /// Something about promises worth knowing that is not an outcome.
@@ -19,7 +20,8 @@ public enum PromiseDiagnostics {
     private static let abandonedCount = Atomic<Int>(0)
     private static let droppedCount = Atomic<Int>(0)
     private static let observerCount = Atomic<Int>(0)
-    private static let observers = Mutex<(next: UInt64, all: [UInt64: @Sendable (PromiseEvent) -> Void])>((0, [:]))
+    /// The project's one lock (TSan sees pthread mutexes; `Synchronization.Mutex` is invisible to it on Linux).
+    private static let observers = Locked<(next: UInt64, all: [UInt64: @Sendable (PromiseEvent) -> Void])>((0, [:]))
 
     /// Discarded second (or later) completions since the process started.
     public static var doubleCompletions: Int { doubleCompletionCount.load(ordering: .relaxed) }
