@@ -8,8 +8,6 @@ let package = Package(
         .library(name: "TroupePromises", targets: ["TroupePromises"]),
         .library(name: "TroupePubSub", targets: ["TroupePubSub"]),
         .library(name: "TroupeSupervision", targets: ["TroupeSupervision"]),
-        .executable(name: "troupe-bench", targets: ["troupe-bench"]),
-        .executable(name: "troupe-batch-sweep", targets: ["troupe-batch-sweep"]),
         // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
         // plugin package depends on this product so that it links Troupe instead of carrying
         // its own copy. Use either this or `Troupe` in one program, never both.
@@ -26,8 +24,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        // Benchmarks only (latency percentiles in troupe-bench); the library does not use it.
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -95,20 +91,6 @@ let package = Package(
             // Plugins compiled against the test binary's Troupe resolve their Troupe symbols
             // from it, so the binary exports them.
             linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]
-        ),
-        .executableTarget(
-            name: "troupe-batch-sweep",
-            dependencies: ["Troupe"],
-            path: "Benchmarks/batch-sweep"
-        ),
-        .target(
-            name: "CBenchSupport",
-            path: "Benchmarks/CBenchSupport"
-        ),
-        .executableTarget(
-            name: "troupe-bench",
-            dependencies: ["Troupe", "TroupePromises", "TroupePubSub", "CBenchSupport", .product(name: "Histogram", package: "hdrhistogram-swift")],
-            path: "Benchmarks/troupe-bench"
         ),
     ],
     swiftLanguageModes: [.v6]

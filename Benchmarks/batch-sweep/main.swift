@@ -1,7 +1,7 @@
 // troupe-batch-sweep: how the per-turn batch size (ActorSystem.Configuration.batchSize) trades
 // turn overhead against fairness. A ring of 64 actors passes 2048 tokens 1000 hops each, so
 // every actor always has a backlog and the batch size decides how often workers switch actors.
-// Prints the best of 3 runs per batch size. Run: swift run -c release troupe-batch-sweep
+// Prints the best of 3 runs per batch size. Run: swift run --package-path Benchmarks -c release troupe-batch-sweep
 import Troupe
 import Dispatch
 import Synchronization

@@ -1,0 +1,28 @@
+// swift-tools-version: 6.1
+// Troupe's benchmarks, a package of their own so that a package depending on Troupe never
+// resolves their dependencies (the histogram) or sees their products. From the repository root:
+//   swift run --package-path Benchmarks -c release troupe-bench [--quick|--json|--filter NAME]
+import PackageDescription
+
+let package = Package(
+    name: "TroupeBenchmarks",
+    dependencies: [
+        .package(name: "Troupe", path: ".."),
+        // Latency percentiles in troupe-bench.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    ],
+    targets: [
+        // malloc counting for the allocation guard (C, interposes the malloc family).
+        .target(name: "CBenchSupport", path: "CBenchSupport"),
+        .executableTarget(
+            name: "troupe-bench",
+            dependencies: [.product(name: "Troupe", package: "Troupe"), .product(name: "TroupePromises", package: "Troupe"),
+                           .product(name: "TroupePubSub", package: "Troupe"), "CBenchSupport",
+                           .product(name: "Histogram", package: "hdrhistogram-swift")],
+            path: "troupe-bench"
+        ),
+        .executableTarget(name: "troupe-batch-sweep", dependencies: [.product(name: "Troupe", package: "Troupe")],
+                          path: "batch-sweep"),
+    ],
+    swiftLanguageModes: [.v6]
+)
