@@ -123,6 +123,8 @@ import TroupeTestSupport
             let pool = try supervisor.supervisePool(id: "pool", size: 3) { _ in Worker(Journal()) }
             pool.stop()
             await waitUntil("the pool left") { !supervisor.contains(id: "pool") }
+            // The event is published after the child leaves the table (outside its lock).
+            await waitUntil("the event") { !events.lines.isEmpty }
             #expect(pool.isStopped)
             #expect(events.lines == ["pool terminated (stopped)"])
         }
