@@ -115,6 +115,8 @@ import TroupeTestSupport
             try supervisor.link("child", toParent: "parent")
             parent.stop()
             await waitUntil("the parent left") { !supervisor.contains(id: "parent") }
+            // The event is published after the child leaves the table (outside its lock).
+            await waitUntil("the event") { !events.lines.isEmpty }
             #expect(events.lines == ["parent terminated (stopped)"])
             #expect(!child.isStopped, "a stop that supervision did not make does not cascade")
             #expect(supervisor.ids == ["child"])
