@@ -132,6 +132,8 @@ import TroupeTestSupport
             #expect(log.values.allSatisfy { $0.member == 0 })
             #expect(pool.size == 1)
 
+            // A member clears its busy flag just after its handler logged: wait for that.
+            await waitUntil("idle") { pool.memberLoads?.allSatisfy { $0 == 0 } == true }
             // Keep every member busy: each new message finds none free and adds a member.
             let gates = [Gate(), Gate(), Gate()]
             for (index, gate) in gates.enumerated() {
