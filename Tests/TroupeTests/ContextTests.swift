@@ -104,7 +104,7 @@ import TroupeTestSupport
             let events = Recorder<String>()
             let actor = system.spawn(ContextActor(events: events, stopInStarted: true))
             actor.tell(.add(1))
-            await waitUntil("stopped") { actor.isStopped }
+            _ = await actor.terminated()  // after `stopped` ran (isStopped turns true before it)
             await waitUntil("message dead-lettered (or rejected)") { system.deadLetters.count(.recipientStopped) == 1 }
             #expect(events.values == ["started", "stopped"])
         }

@@ -21,7 +21,7 @@ import TroupeTestSupport
             actor.tell(.add(2))
             actor.tell(.add(3))
             gate.open()
-            await waitUntil("stopped") { actor.isStopped }
+            _ = await actor.terminated()  // after `stopped` ran (isStopped turns true before it)
             await waitUntil("two dead letters") { system.deadLetters.count(.recipientStopped) == 2 }
             #expect(events.values == ["started 0", "add 1 -> 1", "stopped"])
             #expect(failures.values == ["\(actor.address.id) #1 TestError(bad input) stop"])
@@ -98,7 +98,7 @@ import TroupeTestSupport
             let actor = system.spawn(Fragile(events: events), options: SpawnOptions(failureDecider: { _ in .restart }))
             actor.tell(.fail("no factory"))
             actor.tell(.add(1))
-            await waitUntil("stopped") { actor.isStopped }
+            _ = await actor.terminated()  // after `stopped` ran (isStopped turns true before it)
             await waitUntil("pending message dead-lettered") { system.deadLetters.count(.recipientStopped) == 1 }
             #expect(events.values == ["started 0", "stopped"])
             #expect(logs.values.contains { $0.level == .error && $0.message.contains("without a factory") })
