@@ -79,3 +79,23 @@ struct Echo: ActorDefinition {
         switch message { case .echo(let value, let reply): reply.succeed(value) }
     }
 }
+
+/// Observers registered after shutdown are not kept (no event will come, and keeping them
+/// would keep the system alive again), and registering one is not an error.
+@Suite struct LateObserverTests {
+    @Test func observersRegisteredAfterShutdownAreCancelledAtOnce() async throws {
+        let weak = await shutDownSystemThenObserve()
+        await waitUntil("the system is freed") { weak.value == nil }
+        #expect(weak.value == nil)
+    }
+
+    func shutDownSystemThenObserve() async -> WeakBox<ActorSystem> {
+        let system = makeTestSystem()
+        await system.shutdown()
+        let letters = system.deadLetters.observe { _ in _ = system.workerCount }
+        let hook = system.hooks.onDeadLetter { _ in _ = system.workerCount }
+        let stops = system.hooks.onActorStopped { _ in _ = system.workerCount }
+        #expect(letters.isCancelled && hook.isCancelled && stops.isCancelled)
+        return WeakBox(system)
+    }
+}

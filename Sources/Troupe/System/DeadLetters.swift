@@ -106,5 +106,5 @@ public final class DeadLetterOffice: Sendable {
     }
 
     /// The system has shut down: drop the observers (which may capture the system).
-    func removeAllObservers() { observers.removeAll() }
+    func removeAllObservers() { observers.close() }
 }

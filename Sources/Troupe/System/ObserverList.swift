@@ -31,7 +31,8 @@ final class ObserverList<Observer: Sendable>: Sendable {
         let id: UInt64
         let observer: Observer
     }
-    private let entries = Locked<[Entry]>([])
+    /// `nil` once closed (the system shut down): later observers are not kept.
+    private let entries = Locked<[Entry]?>([])
     private let count = Atomic<Int>(0)
     private let nextID = Atomic<UInt64>(0)
 
@@ -39,28 +40,33 @@ final class ObserverList<Observer: Sendable>: Sendable {
 
     func add(_ observer: Observer) -> Observation {
         let id = nextID.add(1, ordering: .relaxed).newValue
-        entries.withLock { entries in
-            entries.append(Entry(id: id, observer: observer))
-            count.store(entries.count, ordering: .releasing)
+        let kept = entries.withLock { entries in
+            guard entries != nil else { return false }
+            entries!.append(Entry(id: id, observer: observer))
+            count.store(entries!.count, ordering: .releasing)
+            return true
         }
         // Weak: a token kept by its user must not keep the list (and its observers) alive.
-        return Observation { [weak self] in self?.remove(id) }
+        let observation = Observation { [weak self] in self?.remove(id) }
+        // Closed: no event will come, and keeping the observer could keep its system alive.
+        if !kept { observation.cancel() }
+        return observation
     }
 
     private func remove(_ id: UInt64) {
         entries.withLock { entries in
-            entries.removeAll { $0.id == id }
-            count.store(entries.count, ordering: .releasing)
+            entries?.removeAll { $0.id == id }
+            count.store(entries?.count ?? 0, ordering: .releasing)
         }
     }
 
-    /// Drops every observer (the system shut down): observers often capture the system, and
-    /// would otherwise keep it alive through its hooks.
-    func removeAll() {
+    /// Drops every observer and keeps none added later (the system shut down): observers often
+    /// capture the system, and would otherwise keep it alive through its hooks.
+    func close() {
         let dropped = entries.withLock { entries in
             defer { count.store(0, ordering: .releasing) }
             let all = entries
-            entries.removeAll()
+            entries = nil
             return all
         }
         withExtendedLifetime(dropped) {}  // released outside the lock: deinits may take locks
@@ -70,6 +76,6 @@ final class ObserverList<Observer: Sendable>: Sendable {
     @inline(__always)
     func forEach(_ body: (Observer) -> Void) {
         guard !isEmpty else { return }
-        for entry in entries.withLock({ $0 }) { body(entry.observer) }
+        for entry in entries.withLock({ $0 }) ?? [] { body(entry.observer) }
     }
 }

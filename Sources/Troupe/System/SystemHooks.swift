@@ -60,13 +60,13 @@ public final class SystemHooks: Sendable {
         return office.observe(observer)
     }
 
-    /// The system has shut down: drop every observer (observers often capture the system).
+    /// The system has shut down: drop every observer, and keep none registered later (observers
+    /// often capture the system; the returned `Observation` is then already cancelled).
     func removeAll() {
-        started.removeAll()
-        stopped.removeAll()
-        failed.removeAll()
-        restarted.removeAll()
-        deadLetterOffice.withLock { $0 = nil }
+        started.close()
+        stopped.close()
+        failed.close()
+        restarted.close()
     }
 
     func actorStarted(_ address: ActorAddress) {
