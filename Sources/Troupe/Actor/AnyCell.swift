@@ -10,7 +10,9 @@ internal import CTroupe
 ///
 /// Thread-safety: the `stopped` bit of `lifecycle` is set only by the thread holding the
 /// mailbox's scheduling right and read by senders; the `restartRequested` bit is set by any
-/// thread and cleared by the right's holder. `extras`, `flags` and the subclass's instance are
+/// thread and cleared by the right's holder; the `abandoned` bit is set by a shutdown whose
+/// deadline passed and read by the right's holder. `instanceOffset` is written once, by the
+/// initialiser, before the cell is shared. `extras`, `flags` and the subclass's instance are
 /// touched only by the right's holder (see ``CellExtras`` for the one exception);
 /// `registryNext`/`registryPrevious` only under the system's registry lock. The mailbox's
 /// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one

@@ -62,9 +62,7 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
         // Counted first: an asker that reads the count after its error sees this dead letter.
         let kept = message
         system.deadLetters.record(reason, recipient: address, message: kept)
-        if let askToken {
-            askToken.failDelivery(reason)
-        }
+        askToken?.failDelivery(reason)
         return .deadLettered(reason)
     }
 

@@ -306,7 +306,7 @@ public final class ActorSystem: Sendable {
     /// actors handle no further message; what they hold is dead-lettered as soon as their
     /// handler returns, and the shutdown then finishes by itself. See ``ShutdownReport``.
     public func shutdown(deadline: Duration) async -> ShutdownReport {
-        await shutdown(until: CTroupe_monotonic_ns() &+ max(0, deadline.nanoseconds))
+        await shutdown(until: Self.monotonicDeadline(after: deadline))
     }
 
     private func shutdown(until deadline: Int64?) async -> ShutdownReport {
@@ -325,7 +325,11 @@ public final class ActorSystem: Sendable {
 
     /// ``shutdown(deadline:)`` for synchronous callers. Not on a worker thread.
     public func shutdownBlocking(deadline: Duration) -> ShutdownReport {
-        shutdownBlocking(until: CTroupe_monotonic_ns() &+ max(0, deadline.nanoseconds))
+        shutdownBlocking(until: Self.monotonicDeadline(after: deadline))
+    }
+
+    private static func monotonicDeadline(after duration: Duration) -> Int64 {
+        CTroupe_monotonic_ns() &+ max(0, duration.nanoseconds)
     }
 
     /// `deadline`: monotonic nanoseconds, or nil to wait as long as it takes.
