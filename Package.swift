@@ -12,8 +12,6 @@ let package = Package(
         // plugin package depends on this product so that it links Troupe instead of carrying
         // its own copy. Use either this or `Troupe` in one program, never both.
         .library(name: "TroupeDynamic", type: .dynamic, targets: ["Troupe"]),
-        // The sample loadable plugin (libTroupeSamplePlugin.so), loaded by TroupeRegistryTests.
-        .library(name: "TroupeSamplePlugin", type: .dynamic, targets: ["TroupeSamplePlugin"]),
     ],
     traits: [
         .trait(
@@ -32,6 +30,8 @@ let package = Package(
             pkgConfig: "liburcu-cds",
             providers: [.apt(["liburcu-dev"])]
         ),
+        // CTroupe's public header is include/CTroupe.h: the design card keeps it at the top level;
+        // Sources/CTroupe/include is a symlink to that folder, where SwiftPM looks for it.
         .target(
             name: "CTroupe",
             dependencies: ["CURCU"],
@@ -78,11 +78,6 @@ let package = Package(
             name: "TroupeStressTests",
             dependencies: ["Troupe", "TroupeTestSupport"],
             path: "Tests/TroupeStressTests"
-        ),
-        .target(
-            name: "TroupeSamplePlugin",
-            dependencies: ["Troupe"],
-            path: "Sources/TroupeSamplePlugin"
         ),
         .testTarget(
             name: "TroupeRegistryTests",

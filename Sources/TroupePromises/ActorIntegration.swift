@@ -41,7 +41,7 @@ extension MessageTarget where Message == AnyMessage {
 // MARK: Future reactions returning promises
 
 extension MessageHandlers {
-    /// Future reaction returning a promise, as in Oscar: the asker is answered with the promise's
+    /// Future reaction returning a promise: the asker is answered with the promise's
     /// value, or fails with ``AskError/failed(_:)`` carrying its error. The body runs on the
     /// actor; the answer is sent on the thread that completes the promise.
     ///
@@ -142,7 +142,7 @@ extension Promise {
     /// enum Message: Sendable { case callback(PromiseCallback<Cache, Message>), ... }
     /// promise.then(on: context, via: Message.callback) { (cache: inout Cache, outcome, _) in ... }
     /// ```
-    public func then<Actor: ActorDefinition & SendableMetatype>(
+    public func then<Actor: ActorDefinition>(
         on context: ActorContext<Actor.Message>,
         via wrap: @escaping @Sendable (PromiseCallback<Actor, Actor.Message>) -> Actor.Message,
         _ body: @escaping @Sendable (inout Actor, Outcome, ActorContext<Actor.Message>) -> Void

@@ -1,5 +1,5 @@
-internal import TroupeLocks
 import Synchronization
+import Troupe
 
 /// Something about promises worth knowing that is not an outcome.
 public enum PromiseEvent: Sendable, Hashable {
@@ -8,7 +8,8 @@ public enum PromiseEvent: Sendable, Hashable {
     /// A pending promise was released; its callbacks ran with ``PromiseError/abandoned``.
     case abandoned(valueType: String)
     /// A callback for an actor (``Promise/then(on:as:_:)`` and friends) never ran because its
-    /// message could not be handled (the actor stopped, or has no ``MessageHandlers/acceptPromiseCallbacks()``).
+    /// message could not be handled (the actor stopped, or has no
+    /// ``Troupe/MessageHandlers/acceptPromiseCallbacks()``).
     case droppedActorCallback(actorType: String)
 }
 
@@ -19,9 +20,7 @@ public enum PromiseDiagnostics {
     private static let doubleCompletionCount = Atomic<Int>(0)
     private static let abandonedCount = Atomic<Int>(0)
     private static let droppedCount = Atomic<Int>(0)
-    private static let observerCount = Atomic<Int>(0)
-    /// The project's one lock (TSan sees pthread mutexes; `Synchronization.Mutex` is invisible to it on Linux).
-    private static let observers = Locked<(next: UInt64, all: [UInt64: @Sendable (PromiseEvent) -> Void])>((0, [:]))
+    private static let observers = ObserverList<@Sendable (PromiseEvent) -> Void>()
 
     /// Discarded second (or later) completions since the process started.
     public static var doubleCompletions: Int { doubleCompletionCount.load(ordering: .relaxed) }
@@ -30,25 +29,11 @@ public enum PromiseDiagnostics {
     /// Actor-delivered callbacks that never ran since the process started.
     public static var droppedActorCallbacks: Int { droppedCount.load(ordering: .relaxed) }
 
-    /// Adds an observer of every event; returns a token for ``removeObserver(_:)``.
+    /// Adds an observer of every event, called synchronously on the thread where the event
+    /// happened; the returned token removes it (``Observation/cancel()``).
     @discardableResult
-    public static func addObserver(_ observer: @escaping @Sendable (PromiseEvent) -> Void) -> UInt64 {
-        observers.withLock { state in
-            state.next += 1
-            state.all[state.next] = observer
-            observerCount.add(1, ordering: .releasing)
-            return state.next
-        }
-    }
-
-    /// Removes an observer; returns whether it was registered.
-    @discardableResult
-    public static func removeObserver(_ token: UInt64) -> Bool {
-        observers.withLock { state in
-            guard state.all.removeValue(forKey: token) != nil else { return false }
-            observerCount.subtract(1, ordering: .releasing)
-            return true
-        }
+    public static func addObserver(_ observer: @escaping @Sendable (PromiseEvent) -> Void) -> Observation {
+        observers.add(observer)
     }
 
     static func recordDoubleCompletion(_ type: Any.Type) {
@@ -67,9 +52,8 @@ public enum PromiseDiagnostics {
     }
 
     private static func notify(_ event: () -> PromiseEvent) {
-        guard observerCount.load(ordering: .acquiring) > 0 else { return }
-        let current = observers.withLock { Array($0.all.values) }
+        guard !observers.isEmpty else { return }
         let value = event()
-        for observer in current { observer(value) }
+        observers.forEach { $0(value) }
     }
 }

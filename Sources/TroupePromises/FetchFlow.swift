@@ -1,16 +1,5 @@
-/// A step of a ``FetchFlow``, as seen by its observers.
-public enum FetchStep: String, Sendable, Hashable {
-    case loadFromPersistence, source, saveToPersistence
-}
-
-/// What an observer of a ``FetchFlow`` sees: each step starting and how it ended.
-public enum FetchEvent<Key: Sendable, Value: Sendable>: Sendable {
-    case started(FetchStep, key: Key)
-    case succeeded(FetchStep, key: Key, value: Value)
-    case failed(FetchStep, key: Key, error: any Error)
-}
-
-/// The cache → source → save flow of Reactor, over promises.
+/// A cache → source → save flow over promises: the stored value when there is one, otherwise a
+/// fresh one from the source, saved.
 ///
 /// - ``fetch(_:)`` runs ``loadFromPersistence`` first; only if it fails, ``fetchFromSource(_:)``.
 /// - ``fetchFromSource(_:)`` runs ``source``; only if it succeeds, ``saveToPersistence`` with its
@@ -31,7 +20,7 @@ public enum FetchEvent<Key: Sendable, Value: Sendable>: Sendable {
 public struct FetchFlow<Key: Sendable, Value: Sendable>: Sendable {
     /// Loads a stored value; fails when there is none (or it is invalid).
     public var loadFromPersistence: @Sendable (Key) -> Promise<Value>
-    /// Produces a fresh value (the network in Reactor).
+    /// Produces a fresh value (typically from the network).
     public var source: @Sendable (Key) -> Promise<Value>
     /// Stores a fresh value; its promise's value is the flow's result.
     public var saveToPersistence: @Sendable (Key, Value) -> Promise<Value>
@@ -85,10 +74,4 @@ public struct FetchFlow<Key: Sendable, Value: Sendable>: Sendable {
         self.source = { key in watched(.source, key) { source(key) } }
         saveToPersistence = { key, value in watched(.saveToPersistence, key) { save(key, value) } }
     }
-}
-
-/// Errors of the default steps of a ``FetchFlow``.
-public enum FetchFlowError: Error, Sendable, Hashable {
-    /// The flow has no persistence step, so loading always falls back to the source.
-    case noPersistence
 }

@@ -28,37 +28,9 @@ public struct PromisesPlugin: TroupePlugin {
     }
 }
 
-/// Per-system counters of ``PromiseEvent``s (all promises of the process, counted from the
-/// moment the metrics were created, that is when ``PromisesPlugin`` was installed).
-public final class PromiseMetrics: Sendable {
-    private let doubles = Atomic<Int>(0)
-    private let abandons = Atomic<Int>(0)
-    private let dropped = Atomic<Int>(0)
-    private let token = Atomic<UInt64>(0)
-
-    public init() {
-        let id = PromiseDiagnostics.addObserver { [weak self] event in self?.record(event) }
-        token.store(id, ordering: .releasing)
-    }
-
-    public var doubleCompletions: Int { doubles.load(ordering: .relaxed) }
-    public var abandoned: Int { abandons.load(ordering: .relaxed) }
-    public var droppedActorCallbacks: Int { dropped.load(ordering: .relaxed) }
-
-    private func record(_ event: PromiseEvent) {
-        switch event {
-        case .doubleCompletion: doubles.add(1, ordering: .relaxed)
-        case .abandoned: abandons.add(1, ordering: .relaxed)
-        case .droppedActorCallback: dropped.add(1, ordering: .relaxed)
-        }
-    }
-
-    deinit { PromiseDiagnostics.removeObserver(token.load(ordering: .acquiring)) }
-}
-
 extension ActorSystem {
     /// The ``WorkerExecutor`` installed by ``PromisesPlugin``: callbacks run on Troupe workers.
-    /// Throws ``RegistryError`` when the plugin is not installed.
+    /// Throws `RegistryError` when the plugin is not installed.
     public func promiseExecutor() throws(RegistryError) -> WorkerExecutor {
         WorkerExecutor(pool: try pool(named: PromisesPlugin.workerPoolName, accepting: PromiseJob.self))
     }

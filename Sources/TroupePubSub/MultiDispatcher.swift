@@ -2,58 +2,9 @@ internal import TroupeLocks
 import Synchronization
 import Troupe
 
-/// One call of a ``MultiDispatcher`` waiting to run on its target: an actor runs it with
-/// ``run()`` when the message that carries it arrives.
-public struct DispatchJob: Sendable {
-    let body: @Sendable () -> Void
-
-    /// Calls every observer registered now (not when the call was made).
-    public func run() { body() }
-}
-
-/// Where a ``MultiDispatcher`` runs the calls it forwards.
-public struct DispatchTarget: Sendable {
-    enum Kind: Sendable {
-        case synchronous
-        case enqueue(@Sendable (DispatchJob) -> TellOutcome)
-    }
-
-    let kind: Kind
-
-    /// On the calling thread, before `dispatch` returns.
-    public static var synchronous: DispatchTarget { DispatchTarget(kind: .synchronous) }
-
-    /// On an actor of yours: each call is wrapped by `wrap` into one of its messages, whose
-    /// handler must call ``DispatchJob/run()``. Calls then run one at a time, in dispatch
-    /// order per dispatching thread, interleaved with the actor's other messages.
-    public static func actor<Message: Sendable>(
-        _ ref: ActorRef<Message>,
-        wrap: @escaping @Sendable (DispatchJob) -> Message
-    ) -> DispatchTarget {
-        DispatchTarget(kind: .enqueue { job in ref.tell(wrap(job)) })
-    }
-
-    /// On an actor spawned for the purpose in `system`; with `executor: .dedicatedThread` it
-    /// gets its own OS thread (a dispatch worker of its own, like NNKit's main thread).
-    public static func serialActor(
-        in system: ActorSystem,
-        name: String = "multi-dispatch",
-        executor: ActorExecutor = .shared
-    ) -> DispatchTarget {
-        let ref = system.spawn(DispatchRunner(), options: SpawnOptions(name: name, executor: executor))
-        return actor(ref) { $0 }
-    }
-}
-
-/// Runs the dispatch jobs it receives, one at a time.
-struct DispatchRunner: ActorDefinition {
-    typealias Message = DispatchJob
-    func receive(_ message: DispatchJob, context: ActorContext<DispatchJob>) { message.run() }
-}
-
-/// NNKit's multi-dispatch: forwards each call to every registered observer, instead of a
-/// global notification with stringly keys. Observers conform to a protocol of `Void` methods;
-/// the call is a closure over that protocol:
+/// Multi-dispatch: forwards each call to every registered observer, instead of a global
+/// notification with stringly keys. Observers conform to a protocol of `Void` methods; the
+/// call is a closure over that protocol:
 ///
 /// ```swift
 /// protocol DownloadObserver: AnyObject, Sendable { func progress(_ fraction: Double) }
@@ -157,8 +108,8 @@ public final class MultiDispatcher<Observer: Sendable>: Sendable {
         }
     }
 
-    /// Forwards `call` to every observer now, on the calling thread (NNKit's non-`oneway`
-    /// methods), whatever the target. Returns how many observers were called.
+    /// Forwards `call` to every observer now, on the calling thread, whatever the target: every
+    /// observer has handled the call when it returns. Returns how many observers were called.
     @discardableResult
     public func dispatchSynchronously(_ call: (Observer) -> Void) -> Int {
         let snapshot = entries.withLock { $0 }

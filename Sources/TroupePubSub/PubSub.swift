@@ -2,8 +2,8 @@ internal import TroupeLocks
 import Synchronization
 import Troupe
 
-/// The publish/subscribe broker of one ``ActorSystem``: typed topics that actors and pools
-/// subscribe to (ActorKit's notifications, with a payload type checked by the compiler).
+/// The publish/subscribe broker of one `ActorSystem`: typed topics that actors and pools
+/// subscribe to, each carrying one payload type, checked by the compiler.
 ///
 /// ```swift
 /// let pubsub = PubSub(system: system)           // or: system.install(PubSubPlugin()); try system.pubSub()
@@ -14,13 +14,13 @@ import Troupe
 /// ```
 ///
 /// - A subscriber that stops is unsubscribed automatically (the broker watches
-///   ``SystemHooks/onActorStopped(_:)``; pools are dropped by the first publication that finds
+///   `SystemHooks.onActorStopped(_:)`; pools are dropped by the first publication that finds
 ///   every member stopped): nothing leaks and later publications make no dead letters.
 /// - Ordering: a publication is told to each subscriber in turn on the publishing thread, so
 ///   each subscriber sees one publisher's publications in publish order. (A pool with
 ///   ``PoolDelivery/oneMember`` spreads them over its members, which run concurrently.)
 /// - A publication enqueued for an actor that then stops before handling it becomes a dead
-///   letter with reason ``DeadLetterReason/recipientStopped``, as for any `tell`.
+///   letter with reason `DeadLetterReason.recipientStopped`, as for any `tell`.
 ///
 /// Thread-safety: `Sendable`. Publish, subscribe and unsubscribe from any thread, actors
 /// included. Publishing takes one uncontended-in-steady-state mutex per publication, only to

@@ -13,7 +13,7 @@ public enum PubSubError: Error, Sendable, Equatable, CustomStringConvertible {
     case alreadySubscribed(topic: String, subscriber: String)
     /// The actor (or every member of the pool) has stopped: it would never receive anything.
     case subscriberStopped(topic: String, subscriber: String)
-    /// The subscriber belongs to another ``ActorSystem`` than the broker: the broker could not
+    /// The subscriber belongs to another `ActorSystem` than the broker: the broker could not
     /// see it stop.
     case foreignSystem(topic: String, subscriber: String)
 

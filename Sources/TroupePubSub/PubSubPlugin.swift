@@ -7,7 +7,7 @@ import Troupe
 /// let pubsub = try system.pubSub()              // or, in a handler: try context.service(PubSub.self)
 /// ```
 ///
-/// The broker is registered under ``PubSub`` in the system's ``ServiceLocator`` and its
+/// The broker is registered under ``PubSub`` in the system's `ServiceLocator` and its
 /// stop observer among the plugin's hooks, so it learns of every actor that stops. It binds to
 /// the system of its first subscriber.
 public struct PubSubPlugin: TroupePlugin {
@@ -25,7 +25,7 @@ public struct PubSubPlugin: TroupePlugin {
 
 extension ActorSystem {
     /// The broker installed by ``PubSubPlugin``; fails with
-    /// ``ServiceError/notRegistered(type:registered:)`` when the plugin is not installed.
+    /// `ServiceError.notRegistered(type:registered:)` when the plugin is not installed.
     public func pubSub() throws(ServiceError) -> PubSub {
         try services.resolve(PubSub.self)
     }

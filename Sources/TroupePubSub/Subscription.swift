@@ -1,5 +1,3 @@
-internal import TroupeLocks
-import Synchronization
 import Troupe
 
 /// An active subscription, returned by the `subscribe` methods of ``Topic``. Keeping it is
@@ -24,26 +22,4 @@ public struct Subscription: Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: Subscription, rhs: Subscription) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
     public var description: String { "Subscription(#\(id) \(subscriber) to '\(topic)')" }
-}
-
-/// Who receives a topic's publications: an actor (by address) or a pool (by identity).
-enum SubscriberKey: Hashable, Sendable {
-    case actor(ActorAddress)
-    case pool(ObjectIdentifier)
-}
-
-/// What one delivery attempt did.
-enum DeliveryAttempt {
-    case delivered
-    case deadLettered
-    /// The subscriber had stopped: nothing was sent (no dead letter).
-    case skippedStopped
-}
-
-/// One subscriber of a topic. Immutable: the delivery closure holds the ref (or pool) and the
-/// payload mapping.
-struct Subscriber<Payload: Sendable>: Sendable {
-    let id: UInt64
-    let key: SubscriberKey
-    let deliver: @Sendable (Payload) -> DeliveryAttempt
 }

@@ -89,7 +89,7 @@ public final class Topic<Payload: Sendable>: AnyTopic, CustomStringConvertible {
         try subscribe(ref) { $0 }
     }
 
-    /// Unsubscribes `ref` (ActorKit's `unsubscribe:`); returns whether it was subscribed.
+    /// Unsubscribes `ref`; returns whether it was subscribed.
     @discardableResult
     public func unsubscribe<Message: Sendable>(_ ref: ActorRef<Message>) -> Bool {
         let address = ref.address

@@ -1,61 +1,5 @@
 import Troupe
 
-/// Why a child was restarted.
-public enum RestartCause: Sendable, Hashable, CustomStringConvertible {
-    /// Its own failure (for a pool: one member's failure, and only that member restarts), or
-    /// one reported with ``Supervisor/reportFailure(id:error:)``.
-    case failed
-    /// The scope (``RestartScope/allForOne``, ``RestartScope/restForOne``): the sibling with
-    /// this id failed.
-    case sibling(String)
-    /// It is linked to the child with this id, which restarted.
-    case linkedParent(String)
-    /// ``Supervisor/restart(id:reason:)``.
-    case requested
-    /// It belongs to a nested supervisor that its parent restarted as a whole.
-    case enclosingSupervisor
-
-    public var description: String {
-        switch self {
-        case .failed: "failed"
-        case .sibling(let id): "sibling '\(id)' failed"
-        case .linkedParent(let id): "linked parent '\(id)' restarted"
-        case .requested: "restart requested"
-        case .enclosingSupervisor: "enclosing supervisor restarted"
-        }
-    }
-}
-
-/// Why supervision stopped a child.
-public enum StopCause: Sendable, Hashable, CustomStringConvertible {
-    /// The decider answered ``SupervisionDirective/stop``.
-    case failed
-    /// The child exceeded its ``RestartIntensity`` (with ``RestartIntensity/Exceeded/stop``).
-    case intensityExceeded
-    /// A top-level supervisor's escalation.
-    case escalated
-    /// The scope: the sibling with this id was stopped for its failure.
-    case sibling(String)
-    /// It is linked to the child with this id, which was stopped or unsupervised.
-    case linkedParent(String)
-    /// ``Supervisor/unsupervise(id:)``.
-    case unsupervised
-    /// ``Supervisor/stopAll()``, or its nested supervisor was stopped or removed by the parent.
-    case supervisorStopped
-
-    public var description: String {
-        switch self {
-        case .failed: "failed"
-        case .intensityExceeded: "restart intensity exceeded"
-        case .escalated: "escalated by a top-level supervisor"
-        case .sibling(let id): "sibling '\(id)' stopped"
-        case .linkedParent(let id): "linked parent '\(id)' removed"
-        case .unsupervised: "unsupervised"
-        case .supervisorStopped: "supervisor stopped"
-        }
-    }
-}
-
 /// Something a ``Supervisor`` did or saw, for monitoring and tests.
 ///
 /// Delivered by ``Supervisor/observe(_:)`` and ``Supervisor/events(bufferingPolicy:)``,
@@ -127,16 +71,4 @@ public struct SupervisionEvent: Sendable, CustomStringConvertible {
         if case .stopped = kind { return true }
         return false
     }
-}
-
-/// A registration made with ``Supervisor/observe(_:)``. Cancelling it (or dropping the
-/// supervisor) ends it; dropping the token does not.
-public final class SupervisionObservation: Sendable {
-    private let end: @Sendable () -> Void
-
-    init(end: @escaping @Sendable () -> Void) { self.end = end }
-
-    /// Stops the observer; events already being delivered on other threads may still arrive.
-    /// Any thread; cancelling twice is harmless.
-    public func cancel() { end() }
 }

@@ -204,7 +204,7 @@ extension Supervisor {
 
     func deliver(_ plan: SupervisionPlan) {
         for event in plan.events {
-            for observer in plan.observers { observer(event) }
+            observers.forEach { $0(event) }
         }
     }
 }

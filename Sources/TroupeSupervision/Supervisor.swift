@@ -1,7 +1,7 @@
 internal import TroupeLocks
 import Troupe
 
-/// Supervises actors, pools and nested supervisors by id (ActorKit's supervision pool): it
+/// Supervises actors, pools and nested supervisors by id: it
 /// creates them from creation closures, re-creates them when they fail, and re-creates the
 /// actors linked to them.
 ///
@@ -50,6 +50,8 @@ public final class Supervisor: Sendable {
     public let name: String
     public let strategy: SupervisionStrategy
     let state: Locked<SupervisorState>
+    /// Who observes this supervisor's events.
+    let observers = ObserverList<@Sendable (SupervisionEvent) -> Void>()
 
     /// A top-level supervisor.
     public convenience init(system: ActorSystem, strategy: SupervisionStrategy = .default, name: String = "supervisor") {
@@ -60,7 +62,7 @@ public final class Supervisor: Sendable {
         self.system = system
         self.strategy = strategy
         self.name = name
-        state = Locked(SupervisorState(name: name, parent: parent))
+        state = Locked(SupervisorState(name: name, parent: parent, observers: observers))
     }
 
     // MARK: Supervising
@@ -73,26 +75,12 @@ public final class Supervisor: Sendable {
     /// in `policy`). Fails for an empty or taken id, or after the supervisor was stopped by
     /// its parent.
     @discardableResult
-    public func supervise<Definition: ActorDefinition>(
-        id: String,
-        options: SpawnOptions = .default,
-        policy: ChildPolicy = .inherited,
-        creation: @escaping @Sendable () -> Definition
-    ) throws(SupervisionError) -> ActorRef<Definition.Message> {
-        try superviseActor(id: id, options: options, policy: policy) { [system] options in
-            system.spawn(options: options, factory: creation)
-        }
-    }
-
-    /// Spawns and supervises an actor with per-type handlers; otherwise exactly as the
-    /// `ActorDefinition` overload.
-    @discardableResult
-    public func supervise<Actor: HandlerActor>(
+    public func supervise<Actor: SpawnableActor>(
         id: String,
         options: SpawnOptions = .default,
         policy: ChildPolicy = .inherited,
         creation: @escaping @Sendable () -> Actor
-    ) throws(SupervisionError) -> ActorRef<AnyMessage> {
+    ) throws(SupervisionError) -> ActorRef<Actor.Definition.Message> {
         try superviseActor(id: id, options: options, policy: policy) { [system] options in
             system.spawn(options: options, factory: creation)
         }
@@ -105,30 +93,14 @@ public final class Supervisor: Sendable {
     /// an `allForOne` sibling fails, or on ``restart(id:reason:)``. Stopping it stops every
     /// member.
     @discardableResult
-    public func supervisePool<Definition: ActorDefinition & SendableMetatype>(
+    public func supervisePool<Actor: SpawnableActor>(
         id: String,
         size: Int,
-        routing: PoolRouting<Definition.Message> = .roundRobin,
-        options: SpawnOptions = .default,
-        policy: ChildPolicy = .inherited,
-        creation: @escaping @Sendable (Int) -> Definition
-    ) throws(SupervisionError) -> ActorPool<Definition.Message> {
-        try superviseAnyPool(id: id, options: options, policy: policy) { [system] options throws(PoolError) in
-            try system.spawnPool(size: size, routing: routing, name: options.name, options: options, member: creation)
-        }
-    }
-
-    /// Spawns and supervises a pool of actors with per-type handlers; otherwise exactly as the
-    /// `ActorDefinition` overload.
-    @discardableResult
-    public func supervisePool<Actor: HandlerActor>(
-        id: String,
-        size: Int,
-        routing: PoolRouting<AnyMessage> = .roundRobin,
+        routing: PoolRouting<Actor.Definition.Message> = .roundRobin,
         options: SpawnOptions = .default,
         policy: ChildPolicy = .inherited,
         creation: @escaping @Sendable (Int) -> Actor
-    ) throws(SupervisionError) -> ActorPool<AnyMessage> {
+    ) throws(SupervisionError) -> ActorPool<Actor.Definition.Message> {
         try superviseAnyPool(id: id, options: options, policy: policy) { [system] options throws(PoolError) in
             try system.spawnPool(size: size, routing: routing, name: options.name, options: options, member: creation)
         }
@@ -305,11 +277,12 @@ public final class Supervisor: Sendable {
         _ = execute(plan, origin: nil)
     }
 
-    /// Handles `error` as a failure of the child `id` as a whole (ActorKit's `crashWithError:`,
-    /// from outside the actor; inside a handler, throw or call `context.crash(_:)` instead):
-    /// its decider, the intensity, the scope, links and escalation apply as for a real
-    /// failure (backoff included), except that no message is involved: the restarts happen
-    /// before each actor's next message. For a pool, a restart restarts every member. Returns the directive this supervisor applied (after the intensity check).
+    /// Handles `error` as a failure of the child `id` as a whole, from outside the actor (inside
+    /// a handler, throw or call `context.crash(_:)` instead): its decider, the intensity, the
+    /// scope, links and escalation apply as for a real failure (backoff included), except that
+    /// no message is involved: the restarts happen before each actor's next message. For a
+    /// pool, a restart restarts every member. Returns the directive this supervisor applied
+    /// (after the intensity check).
     /// Fails for an unknown id.
     @discardableResult
     public func reportFailure(id: String, error: any Error) throws(SupervisionError) -> SupervisionDirective {
@@ -324,15 +297,8 @@ public final class Supervisor: Sendable {
     /// failing actor's worker thread: keep it quick and never block in it. It may call the
     /// supervisor.
     @discardableResult
-    public func observe(_ observer: @escaping @Sendable (SupervisionEvent) -> Void) -> SupervisionObservation {
-        let id = state.withLock { state in
-            state.nextObserverID += 1
-            state.observers.append((state.nextObserverID, observer))
-            return state.nextObserverID
-        }
-        return SupervisionObservation { [weak self] in
-            self?.state.withLock { $0.observers.removeAll { $0.id == id } }
-        }
+    public func observe(_ observer: @escaping @Sendable (SupervisionEvent) -> Void) -> Observation {
+        observers.add(observer)
     }
 
     /// The later events as an async sequence. It ends its observation when the consuming task

@@ -1,166 +1,5 @@
 import Troupe
 
-/// What the supervisor needs from an `ActorRef` of any message type.
-protocol SupervisedRef: Sendable {
-    var address: ActorAddress { get }
-    var isStopped: Bool { get }
-    func requestRestart(reason: any Error, after delay: Duration) -> Bool
-    func stop()
-    func whenTerminated(_ callback: @escaping @Sendable (Terminated) -> Void)
-    /// Sends `message` when the actor accepts its type (per-type handler actors accept any
-    /// value); nil when it does not.
-    func tellIfAccepted<Value: Sendable>(_ message: Value) -> TellOutcome?
-    /// The message type's name, for errors.
-    var messageTypeName: String { get }
-}
-
-extension ActorRef: SupervisedRef {
-    func tellIfAccepted<Value: Sendable>(_ message: Value) -> TellOutcome? {
-        if let typed = message as? Message { return tell(typed) }
-        if let handlers = self as? ActorRef<AnyMessage> { return handlers.tell(message) }
-        return nil
-    }
-
-    var messageTypeName: String { "\(Message.self)" }
-}
-
-/// A supervised pool, type-erased.
-struct SupervisedPool: Sendable {
-    /// The `ActorPool<Message>`.
-    let pool: any Sendable
-    let typeName: String
-    /// The current members (a growing pool may add some).
-    let members: @Sendable () -> [any SupervisedRef]
-    let isStopped: @Sendable () -> Bool
-
-    init<Message: Sendable>(_ pool: ActorPool<Message>) {
-        self.pool = pool
-        typeName = "ActorPool<\(Message.self)>"
-        members = { pool.members }
-        isStopped = { pool.isStopped }
-    }
-}
-
-/// What a child id stands for.
-enum ChildTarget: Sendable {
-    case actor(any SupervisedRef)
-    case pool(SupervisedPool)
-    case supervisor(Supervisor)
-
-    var typeName: String {
-        switch self {
-        case .actor(let ref): String(describing: type(of: ref))
-        case .pool(let pool): pool.typeName
-        case .supervisor: "Supervisor"
-        }
-    }
-}
-
-/// A child's identity and policy: immutable, shared with the failure deciders of its actors,
-/// which find their entry by it (an id can be reused after removal; the record cannot).
-final class ChildRecord: Sendable {
-    enum Kind: Sendable { case actor, pool, supervisor }
-
-    let id: String
-    let kind: Kind
-    let policy: ResolvedPolicy
-
-    init(id: String, kind: Kind, policy: ResolvedPolicy) {
-        self.id = id
-        self.kind = kind
-        self.policy = policy
-    }
-}
-
-/// The actor whose failure is being handled, and the child it belongs to (in the supervisor
-/// where it failed; an escalation carries it up unchanged).
-struct FailureOrigin: Sendable {
-    let record: ChildRecord
-    let actor: ActorAddress
-}
-
-/// One child's mutable supervision state.
-struct ChildEntry {
-    let record: ChildRecord
-    /// `nil` while the child is being spawned.
-    var target: ChildTarget?
-    /// When the restarts still inside the intensity window were decided, oldest first.
-    var restartTimes: [ContinuousClock.Instant] = []
-    var consecutiveRestarts = 0
-    /// When the last backoff delay ended (or ends).
-    var restartDue: ContinuousClock.Instant?
-    var restarts = 0
-    var failures = 0
-
-    init(record: ChildRecord) { self.record = record }
-
-    /// Records a restart for the intensity budget; false (recording nothing) when it would
-    /// exceed it.
-    mutating func admitRestart(at now: ContinuousClock.Instant) -> Bool {
-        let intensity = record.policy.intensity
-        guard !intensity.isUnlimited else { return true }
-        let cutoff = now - intensity.window
-        if let firstKept = restartTimes.firstIndex(where: { $0 > cutoff }) {
-            restartTimes.removeFirst(firstKept)
-        } else {
-            restartTimes.removeAll()
-        }
-        guard restartTimes.count < intensity.maxRestarts else { return false }
-        restartTimes.append(now)
-        return true
-    }
-
-    /// The backoff delay of the restart being decided now.
-    mutating func nextBackoffDelay(at now: ContinuousClock.Instant) -> Duration {
-        let backoff = record.policy.backoff
-        guard !backoff.isNone else { return .zero }
-        if let restartDue, now - restartDue >= backoff.resetAfter { consecutiveRestarts = 0 }
-        consecutiveRestarts += 1
-        let delay = backoff.delay(forConsecutiveRestart: consecutiveRestarts)
-        restartDue = now + delay
-        return delay
-    }
-}
-
-/// A restart to order, as planned under the lock.
-struct RestartOrder: Sendable {
-    let reason: any Error
-    /// The backoff every actor of the restarted group waits; the failing message's fate (for the origin).
-    let originDelay: Duration
-    let failingMessage: FailureDirective.FailingMessage
-}
-
-/// What to do once the lock is released.
-enum SupervisionOperation {
-    case restart(ChildRecord, ChildTarget?, RestartOrder)
-    case stop(ChildRecord, ChildTarget?)
-}
-
-/// Operations and events collected under the lock, carried out after it is released.
-struct SupervisionPlan {
-    var operations: [SupervisionOperation] = []
-    var events: [SupervisionEvent] = []
-    var observers: [@Sendable (SupervisionEvent) -> Void] = []
-    /// Decided directly for the failing actor (resume; a pool member's own restart).
-    var originDirective: FailureDirective?
-}
-
-/// The parent of a nested supervisor: weak, so that a parent dropped by its owner (with no
-/// actor left to hold it) does not live on through its nested supervisors.
-struct ParentLink {
-    weak var supervisor: Supervisor?
-    let record: ChildRecord
-}
-
-/// How a failure was handled under the lock.
-enum FailurePlanOutcome {
-    /// The child is no longer supervised (removed meanwhile): the failing actor stops.
-    case detached
-    case handled(SupervisionDirective)
-    /// Hand it to the parent as a failure of `record` (the nested supervisor's id there).
-    case escalate(Supervisor, ChildRecord)
-}
-
 /// Everything a supervisor knows, under its one lock.
 struct SupervisorState {
     let name: String
@@ -170,14 +9,15 @@ struct SupervisorState {
     /// Links: parent id → linked child ids (in link order), and child id → parent ids.
     var linkedChildren: [String: [String]] = [:]
     var linkedParents: [String: [String]] = [:]
-    var observers: [(id: UInt64, observer: @Sendable (SupervisionEvent) -> Void)] = []
-    var nextObserverID: UInt64 = 0
+    /// The supervisor's observers (a thread-safe list of its own; not guarded by the state's lock).
+    let observers: ObserverList<@Sendable (SupervisionEvent) -> Void>
     /// Stopped by its parent: takes no new children.
     var isClosed = false
     var parent: ParentLink?
 
-    init(name: String, parent: ParentLink?) {
+    init(name: String, parent: ParentLink?, observers: ObserverList<@Sendable (SupervisionEvent) -> Void>) {
         self.name = name
+        self.observers = observers
         self.parent = parent
     }
 
@@ -185,16 +25,16 @@ struct SupervisorState {
 
     func isCurrent(_ record: ChildRecord) -> Bool { entries[record.id]?.record === record }
 
-    /// Starts a plan: snapshots the observers.
+    /// Starts a plan, which records events when someone observes them.
     func makePlan() -> SupervisionPlan {
         var plan = SupervisionPlan()
-        plan.observers = observers.map(\.observer)
+        plan.recordsEvents = !observers.isEmpty
         return plan
     }
 
     func event(_ id: String, _ kind: SupervisionEvent.Kind, error: (any Error)?, actor: ActorAddress? = nil,
                into plan: inout SupervisionPlan) {
-        guard !plan.observers.isEmpty else { return }
+        guard plan.recordsEvents else { return }
         plan.events.append(SupervisionEvent(supervisor: name, id: id, kind: kind, error: error, actor: actor))
     }
 
@@ -334,4 +174,20 @@ struct SupervisorState {
             if linkedChildren[parent]?.isEmpty == true { linkedChildren[parent] = nil }
         }
     }
+}
+
+/// The parent of a nested supervisor: weak, so that a parent dropped by its owner (with no
+/// actor left to hold it) does not live on through its nested supervisors.
+struct ParentLink {
+    weak var supervisor: Supervisor?
+    let record: ChildRecord
+}
+
+/// How a failure was handled under the lock.
+enum FailurePlanOutcome {
+    /// The child is no longer supervised (removed meanwhile): the failing actor stops.
+    case detached
+    case handled(SupervisionDirective)
+    /// Hand it to the parent as a failure of `record` (the nested supervisor's id there).
+    case escalate(Supervisor, ChildRecord)
 }

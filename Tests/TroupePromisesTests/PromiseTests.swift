@@ -40,7 +40,7 @@ extension Result {
         let token = PromiseDiagnostics.addObserver { event in
             if case .doubleCompletion(let type) = event, type == "UInt16" { events.record(event) }
         }
-        defer { PromiseDiagnostics.removeObserver(token) }
+        defer { token.cancel() }
         let before = PromiseDiagnostics.doubleCompletions
         let promise = Promise<UInt16>()
         let calls = Calls<UInt16>()
@@ -53,8 +53,10 @@ extension Result {
         #expect(promise.currentOutcome?.success == 1)
         #expect(PromiseDiagnostics.doubleCompletions >= before + 3)
         #expect(events.count == 3)
-        #expect(PromiseDiagnostics.removeObserver(token))
-        #expect(!PromiseDiagnostics.removeObserver(token))
+        token.cancel()
+        #expect(token.isCancelled)
+        #expect(!promise.succeed(4))
+        #expect(events.count == 3)  // cancelled: the fourth double completion is not observed
     }
 
     @Test func failureReachesFailureBranchOnly() {

@@ -36,7 +36,7 @@ public struct ActorContext<Message: Sendable> {
     }
 
     /// Fails this actor with `error` once the current handler returns, exactly as if the
-    /// handler had thrown it (ActorKit's `crashWithError:`): the failure decider or supervisor
+    /// handler had thrown it: the failure decider or supervisor
     /// decides between resume, restart and stop. For errors found where throwing is awkward.
     public func crash(_ error: any Error) {
         cell.assertInTurn("ActorContext.crash(_:)")
@@ -78,8 +78,7 @@ public struct ActorContext<Message: Sendable> {
     /// interval), under `key`, at a fixed rate. While one tick waits in the mailbox further
     /// ticks are skipped, so a busy actor never accumulates a backlog of them. A timer with the
     /// same key is replaced. An `interval` of zero or less makes the timer stop after its next
-    /// tick (after `initialDelay`, default at once), as NNKit's polling object does; intervals
-    /// below 1 µs are raised to 1 µs.
+    /// tick (after `initialDelay`, default at once); intervals below 1 µs are raised to 1 µs.
     public func startPeriodicTimer(key: some Hashable & Sendable, message: Message, every interval: Duration,
                                    initialDelay: Duration? = nil) {
         cell.assertInTurn("ActorContext.startPeriodicTimer")
@@ -104,16 +103,17 @@ public struct ActorContext<Message: Sendable> {
 
     /// Spawns a child: it stops when this actor stops.
     @discardableResult
-    public func spawn<Child: ActorDefinition>(_ definition: sending Child, options: SpawnOptions = .default) -> ActorRef<Child.Message> {
+    public func spawn<Child: SpawnableActor>(_ child: sending Child, options: SpawnOptions = .default) -> ActorRef<Child.Definition.Message> {
         cell.assertInTurn("ActorContext.spawn")
-        return cell.system.spawnRef(definition, factory: nil, options: options, parent: cell)
+        return cell.system.spawnRef(Child.runnable(child), factory: nil, options: options, parent: cell)
     }
 
     /// Spawns a restartable child from a factory: it stops when this actor stops.
     @discardableResult
-    public func spawn<Child: ActorDefinition>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Child) -> ActorRef<Child.Message> {
+    public func spawn<Child: SpawnableActor>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Child) -> ActorRef<Child.Definition.Message> {
         cell.assertInTurn("ActorContext.spawn")
-        return cell.system.spawnRef(factory(), factory: factory, options: options, parent: cell)
+        let runnable = Child._runnableFactory(factory)
+        return cell.system.spawnRef(runnable(), factory: runnable, options: options, parent: cell)
     }
 
     /// Runs `work` off the actor (as a Swift task) and sends `message(result)` back to it, so
@@ -148,5 +148,19 @@ extension ActorContext where Message == AnyMessage {
     /// registered for `Terminated`.
     public func watch<Target: Sendable>(_ target: ActorRef<Target>) {
         watch(target) { AnyMessage($0) }
+    }
+}
+extension ActorContext {
+    /// Asks an actor with per-type handlers without blocking this one: the handler's answer
+    /// (of type `Value`) or the ask's error comes back as `message(result)`. No task is created.
+    public func ask<Payload: Sendable, Value: Sendable>(
+        _ target: ActorRef<AnyMessage>,
+        _ payload: Payload,
+        returning: Value.Type = Value.self,
+        timeout: Duration? = nil,
+        then message: @escaping @Sendable (Result<Value, AskError>) -> Message
+    ) {
+        let me = ref
+        target.ask(payload, returning: Value.self, timeout: timeout) { result in me.tell(message(result)) }
     }
 }

@@ -18,7 +18,7 @@
 /// counter.tell(.add(2))
 /// let total = try await counter.ask { .get($0) }
 /// ```
-public protocol ActorDefinition {
+public protocol ActorDefinition: SpawnableActor where Definition == Self {
     /// What the actor accepts. Values cross threads, hence `Sendable`.
     associatedtype Message: Sendable
 
@@ -45,6 +45,10 @@ public protocol ActorDefinition {
 }
 
 extension ActorDefinition {
+    /// An ``ActorDefinition`` runs as itself.
+    public static func _runnable(_ actor: consuming Self) -> Self { actor }
+    public static func _runnableFactory(_ factory: @escaping @Sendable () -> Self) -> @Sendable () -> Self { factory }
+
     public mutating func started(context: ActorContext<Message>) {}
     public mutating func stopped(context: ActorContext<Message>) {}
     public mutating func willRestart(reason: any Error, context: ActorContext<Message>) {}

@@ -32,7 +32,7 @@ public struct PoolRouting<Message: Sendable>: Sendable, CustomStringConvertible 
     /// stays set while they are handled one after another.
     public static var leastLoaded: PoolRouting { PoolRouting(strategy: .leastLoaded) }
 
-    /// Oscar's and Swactors' pool: the first free member (idle, empty mailbox) in member order;
+    /// The first free member (idle, empty mailbox) in member order;
     /// when none is free and the pool has fewer than `maximum` members, a new member is created
     /// and takes the message; otherwise the least loaded member takes it.
     public static func firstFreeOrGrow(upTo maximum: Int) -> PoolRouting {

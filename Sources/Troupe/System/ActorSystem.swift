@@ -63,12 +63,13 @@ public final class ActorSystem: Sendable {
     /// Runtime hooks (actor started, stopped, failed; dead letters) for plugins and monitoring.
     public let hooks = SystemHooks()
     /// Registered actor providers and loaded plugins (see ``SystemBuilder``).
-    let pluginRegistry = PluginRegistry()
+    let providers = ProviderTable()
 
     let scheduler: Scheduler
     private let schedulerHandle: Unmanaged<Scheduler>
     let timer: DeadlineTimer
-    private let registry = Locked(Registry())
+    /// Every actor spawned and not yet stopped, and who watches them.
+    private let liveActors = Locked(LiveActors())
     /// Actors paused by a delayed restart, so that shutdown can cut the pause short.
     private let suspended = Locked<(accepting: Bool, entries: [ObjectIdentifier: ResumeEntry])>((true, [:]))
     private let actorIDs = Atomic<UInt64>(0)
@@ -105,7 +106,7 @@ public final class ActorSystem: Sendable {
     public var workerCount: Int { scheduler.shared.count }
 
     /// Actors spawned and not yet stopped.
-    public var liveActorCount: Int { registry.withLock { $0.count } }
+    public var liveActorCount: Int { liveActors.withLock { $0.count } }
 
     /// Whether `shutdown` has begun.
     public var isShuttingDown: Bool { phase.load(ordering: .acquiring) != Phase.running.rawValue }
@@ -115,13 +116,19 @@ public final class ActorSystem: Sendable {
     /// Spawns an actor from an instance. It cannot be restarted after a failure (there is no
     /// factory); use ``spawn(options:factory:)`` for that.
     @discardableResult
-    public func spawn<Definition: ActorDefinition>(_ definition: sending Definition, options: SpawnOptions = .default) -> ActorRef<Definition.Message> {
-        spawnRef(definition, factory: nil, options: options, parent: nil)
+    public func spawn<Actor: SpawnableActor>(_ actor: sending Actor, options: SpawnOptions = .default) -> ActorRef<Actor.Definition.Message> {
+        spawnRef(Actor.runnable(actor), factory: nil, options: options, parent: nil)
     }
 
     /// Spawns an actor from a factory, which is called again to restart it after a failure.
     @discardableResult
-    public func spawn<Definition: ActorDefinition>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Definition) -> ActorRef<Definition.Message> {
+    public func spawn<Actor: SpawnableActor>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Actor) -> ActorRef<Actor.Definition.Message> {
+        let runnable = Actor._runnableFactory(factory)
+        return spawnRef(runnable(), factory: runnable, options: options, parent: nil)
+    }
+
+    /// Spawns from a factory of runnable definitions (the registrar's restart factories).
+    func spawnRef<Definition: ActorDefinition>(options: SpawnOptions, factory: @escaping @Sendable () -> Definition) -> ActorRef<Definition.Message> {
         spawnRef(factory(), factory: factory, options: options, parent: nil)
     }
 
@@ -177,47 +184,21 @@ public final class ActorSystem: Sendable {
 
     func nextActorID() -> UInt64 { actorIDs.add(1, ordering: .relaxed).newValue }
 
-    // MARK: Registry and death watch
-
-    /// Who waits for an actor's termination.
-    enum Watcher {
-        /// An actor: it gets a `.watchedTerminated` system message, mapped to its own message type.
-        case actor(AnyCell)
-        /// A callback (``ActorRef/whenTerminated(_:)``), called on the thread that stops the actor.
-        case callback(@Sendable (Terminated) -> Void)
-    }
-
-    private struct Registry {
-        var head: AnyCell?
-        var count = 0
-        /// Watchers by target cell. An entry is removed, and its watchers told, exactly once:
-        /// when the target leaves the registry (under the same lock).
-        var watchers: [ObjectIdentifier: [Watcher]] = [:]
-
-        func contains(_ cell: AnyCell) -> Bool { cell.registryPrevious != nil || head === cell }
-    }
+    // MARK: Live actors and death watch
 
     private func register(_ cell: AnyCell) -> Bool {
-        registry.withLock { registry in
+        liveActors.withLock { live in
             guard isAccepting else { return false }
-            cell.registryNext = registry.head
-            registry.head?.registryPrevious = cell
-            registry.head = cell
-            registry.count += 1
+            live.insert(cell)
             return true
         }
     }
 
-    /// Called by a cell's own turn when it stops: leaves the registry and tells its watchers.
+    /// Called by a cell's own turn when it stops: leaves the live list and tells its watchers.
     func unregister(_ cell: AnyCell, reason: TerminationReason) {
-        let (remaining, watchers) = registry.withLock { registry in
-            if let previous = cell.registryPrevious { previous.registryNext = cell.registryNext } else { registry.head = cell.registryNext }
-            cell.registryNext?.registryPrevious = cell.registryPrevious
-            cell.registryNext = nil
-            cell.registryPrevious = nil
-            registry.count -= 1
-            let watchers = registry.watchers.isEmpty ? nil : registry.watchers.removeValue(forKey: ObjectIdentifier(cell))
-            return (registry.count, watchers)
+        let (remaining, watchers) = liveActors.withLock { live in
+            let watchers = live.remove(cell)
+            return (live.count, watchers)
         }
         if let watchers {
             let notice = Terminated(actor: cell.address, reason: reason)
@@ -228,28 +209,19 @@ public final class ActorSystem: Sendable {
 
     /// Registers `watcher` for `target`'s termination; tells it at once (exactly once) when
     /// the target has already terminated. Any thread.
-    func addWatcher(_ watcher: Watcher, to target: AnyCell) {
-        let terminated: Terminated? = registry.withLock { registry in
-            guard registry.contains(target) else {
-                return Terminated(actor: target.address, reason: target.terminationReason ?? .stopped)
-            }
-            registry.watchers[ObjectIdentifier(target), default: []].append(watcher)
-            return nil
+    func addWatcher(_ watcher: LiveActors.Watcher, to target: AnyCell) {
+        let added = liveActors.withLock { $0.addWatcher(watcher, to: target) }
+        if !added {
+            Self.tell(watcher, Terminated(actor: target.address, reason: target.terminationReason ?? .stopped), about: target)
         }
-        if let terminated { Self.tell(watcher, terminated, about: target) }
     }
 
     /// Forgets every watch `watcher` (an actor) holds on `target`. Any thread.
     func removeWatcher(_ watcher: AnyCell, from target: AnyCell) {
-        registry.withLock { registry in
-            let key = ObjectIdentifier(target)
-            guard var list = registry.watchers[key] else { return }
-            list.removeAll { if case .actor(let cell) = $0 { cell === watcher } else { false } }
-            registry.watchers[key] = list.isEmpty ? nil : list
-        }
+        liveActors.withLock { $0.removeWatches(of: watcher, on: target) }
     }
 
-    private static func tell(_ watcher: Watcher, _ notice: Terminated, about target: AnyCell) {
+    private static func tell(_ watcher: LiveActors.Watcher, _ notice: Terminated, about target: AnyCell) {
         switch watcher {
         case .actor(let cell): cell.sendSystem(.watchedTerminated(notice, target.id))
         case .callback(let callback): callback(notice)
@@ -363,12 +335,7 @@ public final class ActorSystem: Sendable {
     }
 
     private func liveCells() -> [AnyCell] {
-        registry.withLock { registry in
-            var cells: [AnyCell] = []
-            var cursor = registry.head
-            while let cell = cursor { cells.append(cell); cursor = cell.registryNext }
-            return cells
-        }
+        liveActors.withLock { $0.cells }
     }
 
     /// Marks every live actor abandoned (its remaining user messages are dead-lettered instead
@@ -387,7 +354,7 @@ public final class ActorSystem: Sendable {
         scheduler.stopAndJoin()
         timer.stop()
         phase.store(Phase.terminated.rawValue, ordering: .sequentiallyConsistent)
-        pluginRegistry.close()
+        providers.close()
         // Observers often capture the system; dropping them breaks that cycle, so the system
         // is freed with its last user reference.
         hooks.removeAll()

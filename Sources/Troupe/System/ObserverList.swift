@@ -1,8 +1,9 @@
 internal import TroupeLocks
 import Synchronization
 
-/// A registration of an observer (a dead-letter observer, a system hook): ``cancel()`` removes
-/// it. Dropping the token does not cancel; observers also go when their system has shut down.
+/// A registration of an observer in an ``ObserverList`` (a system hook, a dead-letter observer,
+/// a supervisor's or the promises' observer): ``cancel()`` removes it. Dropping the token does
+/// not cancel; observers also go when their list is closed (a system's, at shutdown).
 ///
 /// Thread-safety: `cancel()` from any thread, any number of times. An event being delivered on
 /// another thread while `cancel()` runs may still reach the observer once; none after `cancel()`
@@ -23,10 +24,14 @@ public final class Observation: Sendable {
     public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 }
 
-/// The observers of one kind of event. Registering and removing take a lock; an event with no
-/// observer costs one atomic load (``isEmpty``); delivering copies the list under the lock
-/// (a retain, no allocation) and calls the observers outside it.
-final class ObserverList<Observer: Sendable>: Sendable {
+/// The observers of one kind of event, each removable through the ``Observation`` that
+/// ``add(_:)`` returns: the one observer list of Troupe (system hooks, dead letters) and of its
+/// optional modules (supervision events, promise diagnostics).
+///
+/// Thread-safety: every method from any thread. Registering and removing take a lock; an event
+/// with no observer costs one atomic load (``isEmpty``); delivering copies the list under the
+/// lock (a retain, no allocation) and calls the observers outside it, on the calling thread.
+public final class ObserverList<Observer: Sendable>: Sendable {
     private struct Entry {
         let id: UInt64
         let observer: Observer
@@ -36,9 +41,15 @@ final class ObserverList<Observer: Sendable>: Sendable {
     private let count = Atomic<Int>(0)
     private let nextID = Atomic<UInt64>(0)
 
-    var isEmpty: Bool { count.load(ordering: .acquiring) == 0 }
+    public init() {}
 
-    func add(_ observer: Observer) -> Observation {
+    /// Whether no observer is registered (one atomic load).
+    public var isEmpty: Bool { count.load(ordering: .acquiring) == 0 }
+
+    /// Adds `observer`; the returned token removes it. After ``close()`` the observer is not
+    /// kept and the token comes back cancelled.
+    @discardableResult
+    public func add(_ observer: Observer) -> Observation {
         let id = nextID.add(1, ordering: .relaxed).newValue
         let kept = entries.withLock { entries in
             guard entries != nil else { return false }
@@ -62,7 +73,7 @@ final class ObserverList<Observer: Sendable>: Sendable {
 
     /// Drops every observer and keeps none added later (the system shut down): observers often
     /// capture the system, and would otherwise keep it alive through its hooks.
-    func close() {
+    public func close() {
         let dropped = entries.withLock { entries in
             defer { count.store(0, ordering: .releasing) }
             let all = entries
@@ -74,7 +85,7 @@ final class ObserverList<Observer: Sendable>: Sendable {
 
     /// Calls `body` with each observer, outside the lock.
     @inline(__always)
-    func forEach(_ body: (Observer) -> Void) {
+    public func forEach(_ body: (Observer) -> Void) {
         guard !isEmpty else { return }
         for entry in entries.withLock({ $0 }) ?? [] { body(entry.observer) }
     }

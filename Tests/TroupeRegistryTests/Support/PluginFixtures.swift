@@ -5,15 +5,16 @@ import Musl
 #endif
 import Testing
 
-/// Plugin libraries for the loading tests.
+/// Plugin libraries for the loading tests, compiled from sources with `swiftc` against this
+/// build's `Modules/` directory (the sample plugin is a fixture, Tests/Fixtures/SamplePlugin.swift,
+/// not a product of the package).
 ///
-/// SwiftPM links every target a dynamic library product depends on into it, so the
-/// `TroupeSamplePlugin` product of this package carries its own copy of Troupe: the host must
-/// refuse it (its types are not the host's). A plugin that shares the host's Troupe is built
-/// against the Troupe module without linking it; the tests build one from the same sample
-/// sources with `swiftc`, against this build's `Modules/` directory, and the test binary
-/// (linked with `--export-dynamic`) provides its Troupe symbols. Each library is built once per
-/// test process; a failure is reported with the compiler's output, never skipped.
+/// A plugin that shares the host's Troupe is built against the Troupe module without linking
+/// it: the test binary (linked with `--export-dynamic`) provides its Troupe symbols. A plugin
+/// that carries its own copy of Troupe, as a dynamic library product of a package that depends
+/// on `Troupe` would, is linked with the object files SwiftPM links into the `TroupeDynamic`
+/// product: the host must refuse it (its types are not the host's). Each library is built once
+/// per test process; a failure is reported with the compiler's output, never skipped.
 enum PluginFixtures {
     /// SwiftPM's products directory: where the running test binary lives.
     static let productsDirectory: String = {
@@ -27,13 +28,22 @@ enum PluginFixtures {
     /// The package root, found from this file's path (Tests/TroupeRegistryTests/Support/…).
     static let packageRoot: String = packageRoot(from: #filePath)
 
-    /// The `TroupeSamplePlugin` product as SwiftPM built it (with its own copy of Troupe).
-    static var sampleProductPath: String { productsDirectory + "/libTroupeSamplePlugin.so" }
+    /// The sample plugin's sources.
+    static var sampleSources: [String] { [packageRoot + "/Tests/Fixtures/SamplePlugin.swift"] }
 
-    /// The sample plugin sources built against the host's Troupe (one copy of Troupe).
-    static let sharedSample: Result<String, FixtureError> = compile(
-        module: "TroupeSamplePluginShared",
-        sources: [packageRoot + "/Sources/TroupeSamplePlugin/SamplePlugin.swift"])
+    /// The sample plugin built against the host's Troupe (one copy of Troupe).
+    static let sharedSample: Result<String, FixtureError> = compile(module: "TroupeSamplePluginShared", sources: sampleSources)
+
+    /// The sample plugin linked with its own copy of Troupe (the `TroupeDynamic` product's objects).
+    static let ownCopySample: Result<String, FixtureError> = {
+        let objectList = productsDirectory + "/TroupeDynamic.product/Objects.LinkFileList"
+        guard exists(objectList) else {
+            return .failure(FixtureError("\(objectList) is missing: `swift build --build-tests` builds the TroupeDynamic product"))
+        }
+        let objects = read(objectList).split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+        return compile(module: "TroupeSamplePluginOwnCopy", sources: sampleSources,
+                       linking: objects + ["-lurcu-cds", "-lurcu-common"])
+    }()
 
     /// A plugin whose header declares the next plugin API version.
     static let futureAPIPlugin: Result<String, FixtureError> = compile(module: "TroupeFutureAPIPlugin", source: """
@@ -139,9 +149,10 @@ enum PluginFixtures {
         return compile(module: module, sources: [path])
     }
 
-    /// Builds a shared library from `sources` against the Troupe module of this build, without
-    /// linking Troupe: its Troupe symbols stay undefined and bind to the host's at load time.
-    private static func compile(module: String, sources: [String]) -> Result<String, FixtureError> {
+    /// Builds a shared library from `sources` against the Troupe module of this build. Without
+    /// `linking` Troupe's objects, its Troupe symbols stay undefined and bind to the host's at
+    /// load time.
+    private static func compile(module: String, sources: [String], linking: [String] = []) -> Result<String, FixtureError> {
         let modules = productsDirectory + "/Modules"
         let ctroupeMap = productsDirectory + "/CTroupe.build/module.modulemap"
         for required in [modules + "/Troupe.swiftmodule", ctroupeMap] where !exists(required) {
@@ -157,7 +168,7 @@ enum PluginFixtures {
                          "-Xcc", "-I", "-Xcc", packageRoot + "/Sources/CTroupe/include",
                          "-Xcc", "-fmodule-map-file=\(packageRoot)/Sources/CURCU/module.modulemap",
                          "-module-cache-path", scratch + "/ModuleCache"]
-            + sources + ["-o", output]
+            + sources + linking + ["-o", output]
         let log = scratch + "/\(module).log"
         let status = run(arguments, log: log)
         guard status == 0, exists(output) else {

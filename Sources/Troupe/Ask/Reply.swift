@@ -1,0 +1,43 @@
+internal import CTroupe
+import Synchronization
+
+/// The answer slot of an ask, carried inside the request message.
+///
+/// Complete it once with ``succeed(_:)`` or ``fail(_:)``, now or later, from any thread. A
+/// second completion is ignored and reported by the `Bool` result. Dropping the last reference
+/// without completing it fails the ask at once with ``AskError/noReply``, so an asker never
+/// waits for the timeout because a handler forgot to answer.
+public final class Reply<Value: Sendable>: Sendable {
+    let state: AskState<Value>
+
+    init(_ state: AskState<Value>) { self.state = state }
+
+    /// Answers the ask. Returns false when it was already completed (answered, timed out or
+    /// failed) and this value was discarded.
+    @discardableResult
+    public func succeed(_ value: Value) -> Bool { state.complete(.success(value)) }
+
+    /// Fails the ask with `error`: the asker sees ``AskError/failed(_:)`` wrapping it, or the
+    /// ``AskError`` itself when `error` is one (an ask that failed further down a chain of
+    /// actors reaches the first asker as it was, not wrapped once per hop).
+    @discardableResult
+    public func fail(_ error: any Error) -> Bool { state.complete(.failure(AskError.wrapping(error))) }
+
+    /// Answers with the outcome of `body`.
+    @discardableResult
+    public func complete(with body: () throws -> Value) -> Bool {
+        do { return succeed(try body()) } catch { return fail(error) }
+    }
+
+    /// Whether the ask is completed (by anyone).
+    public var isCompleted: Bool { state.completed.load(ordering: .acquiring) }
+
+    /// Dropped unanswered: `.recipientStopped` when it goes with the instance of an actor that
+    /// stopped, `.noReply` otherwise.
+    deinit { state.complete(.failure(CTroupe_is_releasing_stopped_actor() ? .recipientStopped : .noReply)) }
+}
+
+extension Reply where Value == Void {
+    @discardableResult
+    public func succeed() -> Bool { succeed(()) }
+}

@@ -1,0 +1,231 @@
+import Logging
+import Synchronization
+internal import CTroupe
+
+/// The cell of one actor definition: owns the instance and runs its turns.
+final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Message>, @unchecked Sendable {  // inherits AnyCell's contract
+    typealias Message = Definition.Message
+
+    /// Touched only by the holder of the scheduling right, which the mailbox protocol makes
+    /// exclusive; the dynamic exclusivity check would cost a runtime call per message.
+    /// `nil` once the actor has stopped: the instance is released on the actor's own thread
+    /// right after `stopped` runs (``releaseInstance()``), so that whatever it held (a pending
+    /// ``Reply``, a connection) goes at once, not when the last ``ActorRef`` does.
+    @exclusivity(unchecked) var instance: Definition?
+
+    init(system: ActorSystem, instance: consuming Definition, config: CellConfig?) {
+        self.instance = instance
+        super.init(system: system, config: config)
+        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        let offset = withUnsafeMutablePointer(to: &self.instance) { UnsafeMutableRawPointer($0) - base }
+        instanceOffset = UInt32(offset)
+    }
+
+    /// The spawn factory, cast back to its type: only when restarting (a dynamic cast).
+    var factory: (@Sendable () -> Definition)? { config?.factory as? @Sendable () -> Definition }
+    var isRestartable: Bool { config?.factory != nil }
+
+    /// Runs `body` on the instance. A stateless (zero-sized) definition is used through a
+    /// local copy instead: ThreadSanitizer reports accesses to a zero-sized stored property at
+    /// the object's base address, which other threads legitimately touch (false races), and a
+    /// value without state has nothing to write back.
+    ///
+    /// The instance is reached through its address (`instanceOffset` from the object's start;
+    /// an object never moves), where the optional's `.some(x)` keeps `x`: unwrapping the
+    /// optional in this unspecialised generic code would look up the metadata of
+    /// `Optional<Definition>` on every message (a hash-table search in the runtime, about 325
+    /// instructions by callgrind). Only called while the instance exists (before the actor stops).
+    @inline(__always)
+    func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
+        assert(!flags.contains(.instanceReleased), "the instance of a stopped actor was used")
+        let typed = (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Int(instanceOffset))
+            .assumingMemoryBound(to: Definition.self)
+        if MemoryLayout<Definition>.size == 0 {
+            var stateless = typed.pointee
+            return try body(&stateless)
+        }
+        return try body(&typed.pointee)
+    }
+
+    /// Drops the instance of a stopped actor. A ``Reply`` it held fails its ask now, with
+    /// ``AskError/recipientStopped``. Called by the holder of the scheduling right, after
+    /// `stopped` (or for an actor that never started).
+    func releaseInstance() {
+        flags.insert(.instanceReleased)
+        CTroupe_set_releasing_stopped_actor(true)
+        instance = nil
+        CTroupe_set_releasing_stopped_actor(false)
+    }
+
+    var context: ActorContext<Message> { ActorContext(cell: self) }
+
+    override func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
+        inTurn { runTurnHoldingTheRight(buffer: buffer, limit: limit) }
+    }
+
+    @inline(__always)
+    private func runTurnHoldingTheRight(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
+        if _slowPath(flags.intersection([.started, .suspended]) != .started) {
+            if !beginTurnSlowly() { return suspensionTurnEnded() }
+        }
+        var handled = 0
+        // A bounded mailbox gives up its envelopes one at a time, so that none wait in a popped
+        // batch beyond the capacity.
+        let perPop = mailboxMode == .unbounded ? limit : 1
+        while handled < limit {
+            let count = CTroupe_mailbox_pop_batch(mailbox, buffer, min(perPop, limit - handled))
+            if count == 0 { break }
+            for index in 0..<count {
+                handle(Envelope(raw: buffer[index].unsafelyUnwrapped))
+                if _slowPath(flags.contains(.suspended)) {
+                    // A delayed restart began: keep the rest of the batch for the fresh instance.
+                    for rest in (index + 1)..<count { extras!.held.append(buffer[rest].unsafelyUnwrapped) }
+                    return suspensionTurnEnded()
+                }
+            }
+            handled += count
+        }
+        if _slowPath(flags.contains(.invalidationCheck)) { checkSelfInvalidation() }
+        return CTroupe_mailbox_finish_turn(mailbox)
+    }
+
+    /// First turn (runs `started`) or the turn that ends a suspension. Returns false when the
+    /// actor is (again) suspended.
+    func beginTurnSlowly() -> Bool {
+        if !flags.contains(.started) {
+            flags.insert(.started)
+            withInstance { $0.started(context: context) }
+            system.hooks.actorStarted(address)
+            if flags.contains(.stopRequested) { stopNow(.stopped) }
+            return true
+        }
+        // Resuming after a delayed restart's pause.
+        flags.remove(.suspended)
+        let extras = extras!
+        guard let suspension = extras.suspension else { return true }
+        extras.suspension = nil
+        // A restart requested meanwhile is covered by this one.
+        if Lifecycle(rawValue: lifecycle.bitwiseAnd(~Lifecycle.restartRequested.rawValue, ordering: .acquiringAndReleasing).oldValue).contains(.restartRequested) {
+            _ = config?.takeRestartRequest()
+        }
+        if !Lifecycle(rawValue: lifecycle.load(ordering: .relaxed)).contains(.stopped) {
+            replaceInstance(reason: suspension.reason)
+            retryFailingMessage()
+        }
+        while !extras.held.isEmpty && !flags.contains(.suspended) {
+            handle(Envelope(raw: extras.held.removeFirst()))
+        }
+        return !flags.contains(.suspended)
+    }
+
+    /// The turn of a suspended actor ends; see ``ResumeEntry``.
+    func suspensionTurnEnded() -> Bool {
+        extras!.suspension!.resume.turnEnded()
+    }
+
+    @inline(__always)
+    func handle(_ envelope: Envelope) {
+        if _slowPath(envelope.isSystem) {
+            handleSystem(envelope.take(as: SystemMessage.self))
+            return
+        }
+        if _slowPath(lifecycle.load(ordering: .relaxed) != 0) {
+            let bits = Lifecycle(rawValue: lifecycle.load(ordering: .acquiring))
+            if bits.contains(.stopped) {
+                deadLetter(envelope, .recipientStopped)
+                return
+            }
+            if bits.contains(.abandoned) {
+                deadLetter(envelope, .systemShutdown)
+                return
+            }
+            if restartAsRequested() {
+                // A delayed restart began: this envelope goes first when the actor resumes.
+                extras!.held.insert(envelope.raw, at: 0)
+                return
+            }
+        }
+        let token = envelope.askToken
+        deliver(envelope.take(as: Message.self), token: token)
+    }
+
+    /// Runs the handler on one user message (from the mailbox, a timer, a notice or a retry).
+    @inline(__always)
+    func deliver(_ message: Message, token: AskToken?, isRetry: Bool = false) {
+        do {
+            try withInstance { try $0.receive(message, context: context) }
+        } catch {
+            failed(error, message: message, token: token, isRetry: isRetry)
+            if _slowPath(flags.contains(.stopRequested)) { stopNow(.stopped) }
+            return
+        }
+        if _slowPath(!flags.isDisjoint(with: [.stopRequested, .crashRequested])) {
+            if flags.contains(.crashRequested) {
+                flags.remove(.crashRequested)
+                let error = extras?.pendingCrash ?? RestartRequested()
+                extras?.pendingCrash = nil
+                failed(error, message: message, token: token, isRetry: isRetry)
+                if flags.contains(.stopRequested) { stopNow(.stopped) }
+                return
+            }
+            stopNow(.stopped)
+        }
+        // Handled: the envelope's retain of the ask state ends here.
+        token?.release()
+    }
+
+    func handleSystem(_ message: SystemMessage) {
+        switch message {
+        case .stop(let reason):
+            if !isStopped { stopNow(reason) }
+        case .childStopped(let child):
+            extras?.children[ObjectIdentifier(child)] = nil
+        case .wake:
+            if Lifecycle(rawValue: lifecycle.load(ordering: .relaxed)) == .restartRequested { _ = restartAsRequested() }
+        case .watchedTerminated(let notice, let targetID):
+            guard !isStoppedOrAbandoned, let watch = extras?.watching.removeValue(forKey: targetID) else { return }
+            deliver(unsafeDowncast(watch.mapping, to: NoticeMapping<Message>.self).map(notice), token: nil)
+        case .timerFired(let entry):
+            let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
+            timer.inFlight.store(false, ordering: .releasing)
+            guard !isStoppedOrAbandoned, let extras, extras.timers[timer.key] === timer else { return }
+            if timer.interval == 0 { extras.timers[timer.key] = nil }
+            deliver(timer.message, token: nil)
+        case .referencesReleased:
+            flags.insert(.invalidationCheck)
+        }
+    }
+
+    // MARK: Timers, watches, self-invalidation (called from ActorContext, on the actor)
+
+    override func startTimer(key: TimerKey, message: Message, delay: Duration, interval: Duration?) {
+        cancelTimer(key: key)
+        // An interval of zero or less ends the timer after its next tick: it is a single
+        // timer. Positive intervals are at least 1 µs.
+        let intervalNanoseconds = interval.map { $0 > .zero ? max(1_000, $0.nanoseconds) : 0 } ?? 0
+        let timer = ActorTimer(key: key, message: message, interval: intervalNanoseconds, cell: self)
+        extrasCreatingIfNeeded.timers[key] = timer
+        system.timer.schedule(timer, after: delay)
+    }
+
+    override func cancelTimer(key: TimerKey) {
+        guard let entry = extras?.timers.removeValue(forKey: key) else { return }
+        let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
+        timer.cancelled.store(true, ordering: .releasing)
+        system.timer.cancel(timer)
+    }
+
+    override func watch(_ target: AnyCell, mapping: NoticeMapping<Message>) {
+        guard target !== self else { return }
+        let extras = extrasCreatingIfNeeded
+        let known = extras.watching[target.id] != nil
+        extras.watching[target.id] = (target, mapping)
+        if !known { system.addWatcher(.actor(self), to: target) }
+    }
+
+    override func unwatch(_ target: AnyCell) {
+        guard extras?.watching.removeValue(forKey: target.id) != nil else { return }
+        system.removeWatcher(self, from: target)
+    }
+
+}

@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+internal import CTroupe
+
+/// The runtime side of an actor: mailbox, lifecycle and identity. The mailbox belongs to the
+/// cell, not to the actor instance, so an instance can be replaced (restart) without losing
+/// pending messages.
+///
+/// Thread-safety: the `stopped` bit of `lifecycle` is set only by the thread holding the
+/// mailbox's scheduling right and read by senders; the `restartRequested` bit is set by any
+/// thread and cleared by the right's holder; the `abandoned` bit is set by a shutdown whose
+/// deadline passed and read by the right's holder. `instanceOffset` is written once, by the
+/// initialiser, before the cell is shared. `extras`, `flags` and the subclass's instance are
+/// touched only by the right's holder (see ``CellExtras`` for the one exception);
+/// `liveNext`/`livePrevious` only under the system's registry lock. The mailbox's
+/// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
+/// worker to the next with a happens-before edge.
+class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
+    let mailbox: OpaquePointer
+    let system: ActorSystem
+    let id: UInt64
+    let config: CellConfig?
+    /// ``Lifecycle`` bits, shared with other threads. Any bit set sends senders, and the turn,
+    /// down the slow path.
+    let lifecycle = Atomic<UInt8>(0)
+    /// Protected by the scheduling right: only its holder reads or writes them.
+    var flags: CellFlags = []
+    #if DEBUG
+    /// Debug builds: the thread running this cell's turn (0 between turns), for ``assertInTurn(_:)``.
+    let turnThread = Atomic<UInt>(0)
+    #endif
+    /// Copied from `config` so the per-message paths need not touch it.
+    let mailboxMode: MailboxMode
+    /// Where `ActorCell`'s instance lives, in bytes from the object's start (set once, by the
+    /// initialiser; it fills padding, so the cell does not grow).
+    var instanceOffset: UInt32 = 0
+    var extras: CellExtras?
+    /// Links of the system's ``LiveActors`` list; protected by the system's `liveActors` lock.
+    var liveNext: AnyCell?
+    unowned(unsafe) var livePrevious: AnyCell?
+
+    init(system: ActorSystem, config: CellConfig?) {
+        self.system = system
+        self.id = system.nextActorID()
+        self.config = config
+        if let config, config.capacity > 0 {
+            mailboxMode = config.overflow == .dropOldest ? .boundedDroppingOldest : .bounded
+        } else {
+            mailboxMode = .unbounded
+        }
+        self.mailbox = CTroupe_mailbox_create(nil, config?.tracksDepth ?? false, mailboxMode == .boundedDroppingOldest)!
+        CTroupe_mailbox_set_owner(mailbox, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        // Non-empty mailboxes are always scheduled, and scheduled cells are retained, so a
+        // released cell's mailbox is empty.
+        CTroupe_mailbox_destroy(mailbox)
+    }
+
+    var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
+    var isStopped: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.stopped) }
+    var isStoppedOrAbandoned: Bool { !Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).isDisjoint(with: [.stopped, .abandoned]) }
+
+    /// Why the actor stopped; `nil` while it runs. Reliable on the actor itself, and on other
+    /// threads once the cell has left the registry (see ``CellExtras``).
+    var terminationReason: TerminationReason? {
+        isStopped ? (extras?.stopReason ?? .stopped) : nil
+    }
+
+    /// Runs one turn: at most `limit` envelopes. Returns whether the caller keeps the
+    /// scheduling right (more is pending) and must run or queue the cell again. Returning
+    /// false while suspended also keeps the right: the restart timer reschedules the cell.
+    /// Called only by the holder of the scheduling right.
+    func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
+        fatalError("subclass")
+    }
+
+    /// Enqueues a system message; never dropped. Any thread.
+    final func sendSystem(_ message: SystemMessage) {
+        let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_system), askToken: nil)
+        if CTroupe_mailbox_push(mailbox, envelope.raw, true) {
+            system.schedule(self)
+        }
+    }
+
+    /// Asks the actor to stop after the messages already in its mailbox.
+    final func requestStop(_ reason: TerminationReason = .stopped) { sendSystem(.stop(reason)) }
+
+    /// Asks the actor to restart before its next message (after a pause of `delay`), keeping
+    /// its mailbox. Any thread. False when it cannot: stopped, or spawned without a factory.
+    final func requestRestart(reason: any Error, after delay: Duration) -> Bool {
+        guard let config, config.factory != nil, !isStopped else { return false }
+        config.requestRestart(RestartRequest(reason: reason, delay: delay))
+        lifecycle.bitwiseOr(Lifecycle.restartRequested.rawValue, ordering: .releasing)
+        sendSystem(.wake)
+        return true
+    }
+
+    /// Debug builds: marks the calling thread as the one holding the scheduling right for the
+    /// turn that `body` runs.
+    @inline(__always)
+    final func inTurn<Result>(_ body: () -> Result) -> Result {
+        #if DEBUG
+        turnThread.store(UInt(pthread_self()), ordering: .relaxed)
+        defer { turnThread.store(0, ordering: .relaxed) }
+        #endif
+        return body()
+    }
+
+    /// Debug builds: traps unless the calling thread runs this cell's turn, that is, holds its
+    /// mailbox's scheduling right. Checks the contracts that say "only the holder of the
+    /// scheduling right" (handlers, hooks, the context), as an event loop checks that it is
+    /// on its own thread. Free in release builds.
+    @inline(__always)
+    final func assertInTurn(_ what: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+        let owner = turnThread.load(ordering: .relaxed)
+        if owner != UInt(pthread_self()) {
+            fatalError("\(what()) used outside \(address)'s turn: an ActorContext (and the cell state behind it) belongs to the handler it was given to; capture context.ref to reach the actor from elsewhere", file: file, line: line)
+        }
+        #endif
+    }
+
+    final var extrasCreatingIfNeeded: CellExtras {
+        if let extras { return extras }
+        let created = CellExtras()
+        extras = created
+        return created
+    }
+}

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+internal import CTroupe
+
+/// The lifecycle bits of a cell, read by any thread (an `Atomic<UInt8>` holds their raw value).
+struct Lifecycle: OptionSet {
+    let rawValue: UInt8
+    /// Set only by the holder of the scheduling right, when the actor stops; senders read it.
+    static let stopped = Lifecycle(rawValue: 1)
+    /// Set by any thread (``ActorRef/requestRestart(reason:after:)``), cleared by the right's holder.
+    static let restartRequested = Lifecycle(rawValue: 2)
+    /// Set by a shutdown whose deadline passed while this actor was alive: it handles no
+    /// further user message (each is dead-lettered with `.systemShutdown`).
+    static let abandoned = Lifecycle(rawValue: 4)
+}
+
+/// A cell's own state, touched only by the holder of the scheduling right.
+struct CellFlags: OptionSet {
+    let rawValue: UInt8
+    /// `started` ran.
+    static let started = CellFlags(rawValue: 1)
+    /// ``ActorContext/stop()`` was called in the current handler.
+    static let stopRequested = CellFlags(rawValue: 2)
+    /// ``ActorContext/crash(_:)`` was called in the current handler.
+    static let crashRequested = CellFlags(rawValue: 4)
+    /// Paused by a delayed restart.
+    static let suspended = CellFlags(rawValue: 8)
+    /// A self-invalidating actor's lease went: check at the end of the turn.
+    static let invalidationCheck = CellFlags(rawValue: 16)
+    /// The instance was released (the actor stopped).
+    static let instanceReleased = CellFlags(rawValue: 32)
+}
+
+/// How a cell's mailbox admits user messages (copied from the config for the send path).
+enum MailboxMode: UInt8 {
+    case unbounded
+    case bounded
+    case boundedDroppingOldest
+}

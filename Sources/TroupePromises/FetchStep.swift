@@ -1,0 +1,4 @@
+/// A step of a ``FetchFlow``, as seen by its observers.
+public enum FetchStep: String, Sendable, Hashable {
+    case loadFromPersistence, source, saveToPersistence
+}
