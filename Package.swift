@@ -17,11 +17,12 @@ let package = Package(
         .trait(
             name: "InlineURCU",
             description: "Compile liburcu's inline queue fast paths into CTroupe (_LGPL_SOURCE). "
-                + "Faster, but links LGPL-2.1 code statically into your binary: see the README."
-        ),
+                + "Faster, but links LGPL-2.1 code statically into your binary: "
+                + "see the Architecture article (liburcu and its licence)."
+        )
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2")
     ],
     targets: [
         .systemLibrary(
@@ -69,20 +70,29 @@ let package = Package(
             dependencies: ["Troupe", "TroupeLocks"],
             path: "Tests/TroupeTestSupport"
         ),
+        // Mirrors Sources/Troupe (Mailbox/, Scheduler/, Cell/, Actor/, Ask/, Timing/, System/,
+        // Pools/); white-box tests of the pure parts through `@testable import Troupe`, and of
+        // the event count through CTroupe.
         .testTarget(
             name: "TroupeTests",
-            dependencies: ["Troupe", "TroupeTestSupport"],
+            dependencies: ["Troupe", "CTroupe", "TroupeTestSupport"],
             path: "Tests/TroupeTests"
+        ),
+        .testTarget(
+            name: "TroupeLocksTests",
+            dependencies: ["TroupeLocks", "TroupeTestSupport"],
+            path: "Tests/TroupeLocksTests"
         ),
         .testTarget(
             name: "TroupeStressTests",
             dependencies: ["Troupe", "TroupeTestSupport"],
             path: "Tests/TroupeStressTests"
         ),
+        // Mirrors Sources/Troupe/Plugins: providers, services, plugins and their loading.
         .testTarget(
-            name: "TroupeRegistryTests",
+            name: "TroupePluginsTests",
             dependencies: ["Troupe", "TroupeTestSupport"],
-            path: "Tests/TroupeRegistryTests",
+            path: "Tests/TroupePluginsTests",
             // Plugins compiled against the test binary's Troupe resolve their Troupe symbols
             // from it, so the binary exports them.
             linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]

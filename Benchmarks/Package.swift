@@ -16,13 +16,16 @@ let package = Package(
         .target(name: "CBenchSupport", path: "CBenchSupport"),
         .executableTarget(
             name: "troupe-bench",
-            dependencies: [.product(name: "Troupe", package: "Troupe"), .product(name: "TroupePromises", package: "Troupe"),
-                           .product(name: "TroupePubSub", package: "Troupe"), "CBenchSupport",
-                           .product(name: "Histogram", package: "hdrhistogram-swift")],
+            dependencies: [
+                .product(name: "Troupe", package: "Troupe"), .product(name: "TroupePromises", package: "Troupe"),
+                .product(name: "TroupePubSub", package: "Troupe"), "CBenchSupport",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
             path: "troupe-bench"
         ),
-        .executableTarget(name: "troupe-batch-sweep", dependencies: [.product(name: "Troupe", package: "Troupe")],
-                          path: "batch-sweep"),
+        .executableTarget(
+            name: "troupe-batch-sweep", dependencies: [.product(name: "Troupe", package: "Troupe")],
+            path: "batch-sweep"),
     ],
     swiftLanguageModes: [.v6]
 )

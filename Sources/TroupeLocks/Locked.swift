@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A value behind a pthread mutex: the one lock of Troupe and its optional modules (an
@@ -14,7 +14,7 @@ import Glibc
 /// The value and the mutex live in one allocation (a `ManagedBuffer` whose header is the value
 /// and whose one element is the mutex). Copies of a `Locked` share that storage. Debug builds
 /// use an error-checking mutex, so that a reentrant `withLock` fails at once instead of hanging.
-public struct Locked<Value>: @unchecked Sendable {  // the value is only touched between lock and unlock of the storage's mutex
+public struct Locked<Value>: @unchecked Sendable {  // the value is touched only under the mutex
     private let storage: Storage
 
     public init(_ value: Value) {
@@ -22,13 +22,13 @@ public struct Locked<Value>: @unchecked Sendable {  // the value is only touched
         storage.withUnsafeMutablePointerToElements { mutex in
             mutex.initialize(to: pthread_mutex_t())
             #if DEBUG
-            var attributes = pthread_mutexattr_t()
-            pthread_mutexattr_init(&attributes)
-            pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
-            let result = pthread_mutex_init(mutex, &attributes)
-            pthread_mutexattr_destroy(&attributes)
+                var attributes = pthread_mutexattr_t()
+                pthread_mutexattr_init(&attributes)
+                pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+                let result = pthread_mutex_init(mutex, &attributes)
+                pthread_mutexattr_destroy(&attributes)
             #else
-            let result = pthread_mutex_init(mutex, nil)
+                let result = pthread_mutex_init(mutex, nil)
             #endif
             precondition(result == 0, "pthread_mutex_init failed with error \(result)")
         }
@@ -36,15 +36,18 @@ public struct Locked<Value>: @unchecked Sendable {  // the value is only touched
 
     /// Runs `body` with exclusive access to the value. Any thread; not reentrant.
     @inline(__always)
-    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    public func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         // The pointers stay valid while `storage` lives; `withExtendedLifetime` keeps it.
         let (value, mutex) = storage.withUnsafeMutablePointers { ($0, $1) }
         return try withExtendedLifetime(storage) { () throws(Failure) -> Result in
             let locked = pthread_mutex_lock(mutex)
             if locked != 0 {
-                fatalError(locked == EDEADLK
-                    ? "Locked.withLock called again on the thread that holds the lock (not reentrant)"
-                    : "pthread_mutex_lock failed with error \(locked)")
+                fatalError(
+                    locked == EDEADLK
+                        ? "Locked.withLock called again on the thread that holds the lock (not reentrant)"
+                        : "pthread_mutex_lock failed with error \(locked)")
             }
             defer {
                 let unlocked = pthread_mutex_unlock(mutex)

@@ -113,7 +113,7 @@ extension Promise {
     }
 
     /// Inside an actor with per-type handlers that called
-    /// ``MessageHandlers/acceptPromiseCallbacks()``: runs `body` on that actor, with its state and
+    /// `MessageHandlers.acceptPromiseCallbacks()`: runs `body` on that actor, with its state and
     /// a fresh context, as a message sent when the promise completes. If the actor has stopped by
     /// then, `body` does not run (counted as a dropped actor callback).
     ///
@@ -133,7 +133,7 @@ extension Promise {
         }
     }
 
-    /// Inside an ``ActorDefinition`` actor whose message has a case carrying a
+    /// Inside an `ActorDefinition` actor whose message has a case carrying a
     /// ``PromiseCallback`` (its `receive` calls `callback.run(&self, context: context)`): runs
     /// `body` on the actor, with its state, as the message `wrap(callback)` sent when the promise
     /// completes. If the actor has stopped by then, `body` does not run.

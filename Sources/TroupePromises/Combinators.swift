@@ -151,7 +151,7 @@ extension Promise {
 /// Lock-free contract: each slot is written once, before that writer's releasing decrement of
 /// `remaining`; the writer whose decrement reaches zero has acquired every other decrement, so
 /// it alone may read all slots.
-private final class Slots<Element>: @unchecked Sendable {  // see the contract above: per-slot single writer, reader after the last acquiring-releasing decrement
+private final class Slots<Element>: @unchecked Sendable {  // one writer per slot; see above
     private let storage: UnsafeMutableBufferPointer<Element?>
     private let remaining: Atomic<Int>
 
@@ -189,7 +189,9 @@ extension Promise {
             promise.whenComplete { outcome in
                 switch outcome {
                 case .success(let value):
-                    if let values = slots.fill(index, with: value) { result.settle(.success(values), reportDuplicate: false) }
+                    if let values = slots.fill(index, with: value) {
+                        result.settle(.success(values), reportDuplicate: false)
+                    }
                 case .failure(let error):
                     result.settle(.failure(error), reportDuplicate: false)
                 }

@@ -9,7 +9,7 @@ public enum PromiseEvent: Sendable, Hashable {
     case abandoned(valueType: String)
     /// A callback for an actor (``Promise/then(on:as:_:)`` and friends) never ran because its
     /// message could not be handled (the actor stopped, or has no
-    /// ``Troupe/MessageHandlers/acceptPromiseCallbacks()``).
+    /// `MessageHandlers.acceptPromiseCallbacks()`).
     case droppedActorCallback(actorType: String)
 }
 
@@ -30,7 +30,7 @@ public enum PromiseDiagnostics {
     public static var droppedActorCallbacks: Int { droppedCount.load(ordering: .relaxed) }
 
     /// Adds an observer of every event, called synchronously on the thread where the event
-    /// happened; the returned token removes it (``Observation/cancel()``).
+    /// happened; the returned token removes it (`Observation.cancel()`).
     @discardableResult
     public static func addObserver(_ observer: @escaping @Sendable (PromiseEvent) -> Void) -> Observation {
         observers.add(observer)

@@ -37,9 +37,10 @@ public struct FetchFlow<Key: Sendable, Value: Sendable>: Sendable {
 
     /// A flow without persistence: loading always fails, saving passes the value through.
     public init(source: @escaping @Sendable (Key) -> Promise<Value>) {
-        self.init(loadFromPersistence: { _ in Promise(error: FetchFlowError.noPersistence) },
-                  source: source,
-                  saveToPersistence: { _, value in Promise(value: value) })
+        self.init(
+            loadFromPersistence: { _ in Promise(error: FetchFlowError.noPersistence) },
+            source: source,
+            saveToPersistence: { _, value in Promise(value: value) })
     }
 
     /// The stored value, or (if loading fails) a fresh one from the source, saved.
@@ -67,8 +68,9 @@ public struct FetchFlow<Key: Sendable, Value: Sendable>: Sendable {
         let (load, source, save) = (loadFromPersistence, self.source, saveToPersistence)
         @Sendable func watched(_ step: FetchStep, _ key: Key, _ run: () -> Promise<Value>) -> Promise<Value> {
             observer(.started(step, key: key))
-            return run().then({ observer(.succeeded(step, key: key, value: $0)) },
-                              { observer(.failed(step, key: key, error: $0)) })
+            return run().then(
+                { observer(.succeeded(step, key: key, value: $0)) },
+                { observer(.failed(step, key: key, error: $0)) })
         }
         loadFromPersistence = { key in watched(.loadFromPersistence, key) { load(key) } }
         self.source = { key in watched(.source, key) { source(key) } }

@@ -51,7 +51,7 @@ public enum PromiseError: Error, Sendable, CustomStringConvertible {
 ///
 /// Callbacks registered before completion run in registration order. A completion runs the
 /// callbacks of dependent promises recursively (a chain of `n` pending `map`s nests `n` frames).
-public final class Promise<Value: Sendable>: @unchecked Sendable {  // `storedOutcome` is written once, by the winner of `claimed`, before the releasing exchange that publishes `completedTag` into `head`; it is read only after an acquiring load of `head` has seen `completedTag`
+public final class Promise<Value: Sendable>: @unchecked Sendable {  // outcome written once, published via `head`
     /// The outcome of a promise.
     public typealias Outcome = Result<Value, any Error>
 

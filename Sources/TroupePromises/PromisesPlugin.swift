@@ -2,7 +2,7 @@ import Synchronization
 import Troupe
 
 /// Installs TroupePromises into a system: a pool of ``PromiseWorker`` actors (the system's
-/// ``WorkerExecutor``, see ``Troupe/ActorSystem/promiseExecutor()``) and a ``PromiseMetrics``
+/// ``WorkerExecutor``, see `system.promiseExecutor()`) and a ``PromiseMetrics``
 /// service counting promise events from installation on.
 ///
 /// ```swift

@@ -31,7 +31,7 @@ import Troupe
 /// thread. One mutex, taken per add, remove and dispatch (not per observer).
 public final class MultiDispatcher<Observer: Sendable>: Sendable {
     /// One weakly held observer; `removed` lets an in-progress dispatch skip it without a lock.
-    final class Entry: @unchecked Sendable {  // `object` is an immutable weak reference to an `Observer`, which is Sendable; the rest is Sendable
+    final class Entry: @unchecked Sendable {  // immutable weak ref to a Sendable observer
         weak let object: AnyObject?
         let identity: ObjectIdentifier
         let removed = Atomic<Bool>(false)
@@ -49,7 +49,9 @@ public final class MultiDispatcher<Observer: Sendable>: Sendable {
 
     /// The class instance behind `observer`; traps for a value type, which cannot be held weakly.
     private static func instance(_ observer: Observer) -> AnyObject {
-        if !(type(of: observer as Any) is AnyClass) { fatalError("MultiDispatcher observers must be class instances (got \(type(of: observer as Any)))") }
+        if !(type(of: observer as Any) is AnyClass) {
+            fatalError("MultiDispatcher observers must be class instances (got \(type(of: observer as Any)))")
+        }
         return observer as AnyObject
     }
 

@@ -51,7 +51,9 @@ public final class PubSub: Sendable {
 
     /// The topic `name` carrying `Payload`, created on first use. Fails for an empty name or
     /// when the name already carries another payload type.
-    public func topic<Payload: Sendable>(_ name: String, of payload: Payload.Type = Payload.self) throws(PubSubError) -> Topic<Payload> {
+    public func topic<Payload: Sendable>(
+        _ name: String, of payload: Payload.Type = Payload.self
+    ) throws(PubSubError) -> Topic<Payload> {
         try core.topic(name, of: payload)
     }
 

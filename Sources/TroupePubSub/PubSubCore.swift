@@ -44,8 +44,10 @@ final class PubSubCore: Sendable {
         let found: Result<Topic<Payload>, PubSubError> = state.withLock { state in
             if let existing = state.topics[name] {
                 guard let typed = existing as? Topic<Payload> else {
-                    return .failure(.payloadTypeMismatch(topic: name, existing: existing.payloadTypeName,
-                                                         requested: String(reflecting: Payload.self)))
+                    return .failure(
+                        .payloadTypeMismatch(
+                            topic: name, existing: existing.payloadTypeName,
+                            requested: String(reflecting: Payload.self)))
                 }
                 return .success(typed)
             }
@@ -60,8 +62,10 @@ final class PubSubCore: Sendable {
 
     /// Runs `body` under the broker's mutex after checking that `system` is the broker's
     /// (binding an unbound broker to it).
-    func withSystemChecked<Value>(_ system: ActorSystem, topic: String, subscriber: String,
-                                  _ body: (inout State) -> Result<Value, PubSubError>) -> Result<Value, PubSubError> {
+    func withSystemChecked<Value>(
+        _ system: ActorSystem, topic: String, subscriber: String,
+        _ body: (inout State) -> Result<Value, PubSubError>
+    ) -> Result<Value, PubSubError> {
         state.withLock { state in
             let id = ObjectIdentifier(system)
             if let bound = state.system, bound != id {

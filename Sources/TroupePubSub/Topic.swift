@@ -68,7 +68,8 @@ public final class Topic<Payload: Sendable>: AnyTopic, CustomStringConvertible {
             if ref.isStopped { return .skippedStopped }
             return ref.tell(map(payload)).isEnqueued ? .delivered : .deadLettered
         }
-        let added: Result<Void, PubSubError> = core.withSystemChecked(ref.system, topic: name, subscriber: label) { state in
+        let added: Result<Void, PubSubError> = core.withSystemChecked(ref.system, topic: name, subscriber: label) {
+            state in
             guard insertLocked(subscriber) else { return .failure(.alreadySubscribed(topic: name, subscriber: label)) }
             state.byActor[address, default: [:]][ObjectIdentifier(self)] = self
             return .success(())
@@ -127,7 +128,8 @@ public final class Topic<Payload: Sendable>: AnyTopic, CustomStringConvertible {
             case .everyMember: return pool.broadcast(map(payload)) > 0 ? .delivered : .deadLettered
             }
         }
-        let added: Result<Void, PubSubError> = core.withSystemChecked(pool.system, topic: name, subscriber: label) { _ in
+        let added: Result<Void, PubSubError> = core.withSystemChecked(pool.system, topic: name, subscriber: label) {
+            _ in
             insertLocked(subscriber) ? .success(()) : .failure(.alreadySubscribed(topic: name, subscriber: label))
         }
         try added.get()
@@ -136,7 +138,9 @@ public final class Topic<Payload: Sendable>: AnyTopic, CustomStringConvertible {
 
     /// Subscribes a pool whose message type is the payload type.
     @discardableResult
-    public func subscribe(_ pool: ActorPool<Payload>, delivery: PoolDelivery = .oneMember) throws(PubSubError) -> Subscription {
+    public func subscribe(
+        _ pool: ActorPool<Payload>, delivery: PoolDelivery = .oneMember
+    ) throws(PubSubError) -> Subscription {
         try subscribe(pool, delivery: delivery) { $0 }
     }
 

@@ -30,9 +30,10 @@ public struct ChildPolicy: Sendable {
     public static var inherited: ChildPolicy { ChildPolicy() }
 
     func resolved(with strategy: SupervisionStrategy) -> ResolvedPolicy {
-        ResolvedPolicy(decider: decider ?? strategy.decider,
-                       intensity: intensity ?? strategy.intensity,
-                       backoff: backoff ?? strategy.backoff,
-                       failingMessage: failingMessage ?? strategy.failingMessage)
+        ResolvedPolicy(
+            decider: decider ?? strategy.decider,
+            intensity: intensity ?? strategy.intensity,
+            backoff: backoff ?? strategy.backoff,
+            failingMessage: failingMessage ?? strategy.failingMessage)
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Troupe
 
@@ -49,13 +49,23 @@ public struct RestartBackoff: Sendable, Hashable, CustomStringConvertible {
         jitter: Double = 0.2,
         resetAfter: Duration? = nil
     ) -> RestartBackoff {
-        if !(initial > .zero) { fatalError("RestartBackoff.exponential: initial must be positive, got \(initial); use .none for no delay") }
-        if !(maximum >= initial) { fatalError("RestartBackoff.exponential: maximum (\(maximum)) must be at least initial (\(initial))") }
-        if !(multiplier >= 1 && multiplier.isFinite) { fatalError("RestartBackoff.exponential: multiplier must be a finite number of at least 1, got \(multiplier)") }
-        if !((0...1).contains(jitter)) { fatalError("RestartBackoff.exponential: jitter must be a fraction in 0...1, got \(jitter)") }
+        if !(initial > .zero) {
+            fatalError("RestartBackoff.exponential: initial must be positive, got \(initial); use .none for no delay")
+        }
+        if !(maximum >= initial) {
+            fatalError("RestartBackoff.exponential: maximum (\(maximum)) must be at least initial (\(initial))")
+        }
+        if !(multiplier >= 1 && multiplier.isFinite) {
+            fatalError(
+                "RestartBackoff.exponential: multiplier must be a finite number of at least 1, got \(multiplier)")
+        }
+        if !((0...1).contains(jitter)) {
+            fatalError("RestartBackoff.exponential: jitter must be a fraction in 0...1, got \(jitter)")
+        }
         let reset = resetAfter ?? maximum
         if !(reset > .zero) { fatalError("RestartBackoff.exponential: resetAfter must be positive, got \(reset)") }
-        return RestartBackoff(initial: initial, maximum: maximum, multiplier: multiplier, jitter: jitter, resetAfter: reset)
+        return RestartBackoff(
+            initial: initial, maximum: maximum, multiplier: multiplier, jitter: jitter, resetAfter: reset)
     }
 
     /// Whether restarts happen at once.
@@ -75,6 +85,7 @@ public struct RestartBackoff: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         if isNone { return "none" }
-        return "exponential(initial: \(initial), maximum: \(maximum), multiplier: \(multiplier), jitter: \(jitter), resetAfter: \(resetAfter))"
+        return
+            "exponential(initial: \(initial), maximum: \(maximum), multiplier: \(multiplier), jitter: \(jitter), resetAfter: \(resetAfter))"
     }
 }

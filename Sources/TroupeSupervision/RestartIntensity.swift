@@ -28,7 +28,9 @@ public struct RestartIntensity: Sendable, Hashable, CustomStringConvertible {
     /// `maxRestarts` must not be negative and `window` must be positive.
     public init(maxRestarts: Int, within window: Duration, whenExceeded: Exceeded = .stop) {
         if !(maxRestarts >= 0) { fatalError("RestartIntensity: maxRestarts must be 0 or more, got \(maxRestarts)") }
-        if !(window > .zero) { fatalError("RestartIntensity: the window must be positive, got \(window); use .unlimited for no limit") }
+        if !(window > .zero) {
+            fatalError("RestartIntensity: the window must be positive, got \(window); use .unlimited for no limit")
+        }
         self.maxRestarts = maxRestarts
         self.window = window
         self.whenExceeded = whenExceeded

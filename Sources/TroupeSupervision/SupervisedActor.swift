@@ -1,7 +1,7 @@
 internal import TroupeLocks
 import Troupe
 
-/// A supervised actor whose message type is checked where it is used (``Supervisor/subscript(id:)``).
+/// A supervised actor whose message type is checked where it is used (``Supervisor/subscript(_:)``).
 public struct SupervisedActor: Sendable, CustomStringConvertible {
     /// The child's id in its supervisor.
     public let id: String
@@ -19,16 +19,20 @@ public struct SupervisedActor: Sendable, CustomStringConvertible {
     @discardableResult
     public func tell<Message: Sendable>(_ message: Message) throws(SupervisionError) -> TellOutcome {
         guard let outcome = ref.tellIfAccepted(message) else {
-            throw .typeMismatch(id: id, expected: "an actor accepting \(Message.self)", actual: "ActorRef<\(ref.messageTypeName)>")
+            throw .typeMismatch(
+                id: id, expected: "an actor accepting \(Message.self)", actual: "ActorRef<\(ref.messageTypeName)>")
         }
         return outcome
     }
 
     /// The typed ref; fails with ``SupervisionError/typeMismatch(id:expected:actual:)`` when the
     /// actor accepts another message type.
-    public func ref<Message: Sendable>(as type: Message.Type = Message.self) throws(SupervisionError) -> ActorRef<Message> {
+    public func ref<Message: Sendable>(
+        as type: Message.Type = Message.self
+    ) throws(SupervisionError) -> ActorRef<Message> {
         guard let typed = ref as? ActorRef<Message> else {
-            throw .typeMismatch(id: id, expected: "ActorRef<\(Message.self)>", actual: "ActorRef<\(ref.messageTypeName)>")
+            throw .typeMismatch(
+                id: id, expected: "ActorRef<\(Message.self)>", actual: "ActorRef<\(ref.messageTypeName)>")
         }
         return typed
     }

@@ -35,7 +35,8 @@ public struct SupervisionEvent: Sendable, CustomStringConvertible {
             case .resumed: "resumed"
             case .stopped(let cause): "stopped (\(cause))"
             case .escalated(let parent): parent.map { "escalated to '\($0)'" } ?? "escalated (top level)"
-            case .intensityExceeded(let restarts, let window): "intensity exceeded (\(restarts) restarts within \(window))"
+            case .intensityExceeded(let restarts, let window):
+                "intensity exceeded (\(restarts) restarts within \(window))"
             case .terminated(let reason): "terminated (\(reason))"
             }
         }

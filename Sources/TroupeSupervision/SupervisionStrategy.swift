@@ -52,7 +52,8 @@ public struct SupervisionStrategy: Sendable {
         failingMessage: FailureDirective.FailingMessage = .deadLetter,
         decider: @escaping SupervisionDecider = { _ in .restart }
     ) -> SupervisionStrategy {
-        SupervisionStrategy(scope: .oneForOne, intensity: intensity, backoff: backoff, failingMessage: failingMessage, decider: decider)
+        SupervisionStrategy(
+            scope: .oneForOne, intensity: intensity, backoff: backoff, failingMessage: failingMessage, decider: decider)
     }
 
     /// A restart or stop decided for one child applies to every child.
@@ -62,7 +63,8 @@ public struct SupervisionStrategy: Sendable {
         failingMessage: FailureDirective.FailingMessage = .deadLetter,
         decider: @escaping SupervisionDecider = { _ in .restart }
     ) -> SupervisionStrategy {
-        SupervisionStrategy(scope: .allForOne, intensity: intensity, backoff: backoff, failingMessage: failingMessage, decider: decider)
+        SupervisionStrategy(
+            scope: .allForOne, intensity: intensity, backoff: backoff, failingMessage: failingMessage, decider: decider)
     }
 
     /// A restart or stop decided for one child applies to it and to the children supervised
@@ -73,6 +75,8 @@ public struct SupervisionStrategy: Sendable {
         failingMessage: FailureDirective.FailingMessage = .deadLetter,
         decider: @escaping SupervisionDecider = { _ in .restart }
     ) -> SupervisionStrategy {
-        SupervisionStrategy(scope: .restForOne, intensity: intensity, backoff: backoff, failingMessage: failingMessage, decider: decider)
+        SupervisionStrategy(
+            scope: .restForOne, intensity: intensity, backoff: backoff, failingMessage: failingMessage, decider: decider
+        )
     }
 }

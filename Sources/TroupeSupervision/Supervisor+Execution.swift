@@ -6,7 +6,9 @@ import Troupe
 extension Supervisor {
     /// Checks the id and options and reserves the id, so that the child is known before its
     /// actors exist (they may fail before `supervise` returns).
-    func reserve(id: String, kind: ChildRecord.Kind, policy: ChildPolicy, options: SpawnOptions) throws(SupervisionError) -> ChildRecord {
+    func reserve(
+        id: String, kind: ChildRecord.Kind, policy: ChildPolicy, options: SpawnOptions
+    ) throws(SupervisionError) -> ChildRecord {
         guard !id.isEmpty else { throw .emptyID(supervisor: name) }
         guard options.failureDecider == nil else { throw .failureDeciderNotAllowed(id: id) }
         guard !options.selfInvalidating else { throw .selfInvalidatingNotSupported(id: id) }
@@ -56,8 +58,10 @@ extension Supervisor {
 
     /// Completes a reservation; watches the actors so that one stopping by itself leaves the
     /// supervisor (a pool leaves when all its members have stopped).
-    func attach(_ record: ChildRecord, target: ChildTarget, watching refs: [any SupervisedRef],
-                        whenAllStopped: (@Sendable () -> Bool)?) {
+    func attach(
+        _ record: ChildRecord, target: ChildTarget, watching refs: [any SupervisedRef],
+        whenAllStopped: (@Sendable () -> Bool)?
+    ) {
         let attached = state.withLock { state in
             guard state.isCurrent(record) else { return false }
             state.entries[record.id]?.target = target
@@ -102,7 +106,8 @@ extension Supervisor {
     /// The failure decider of every supervised actor and pool member: runs on the failing
     /// actor's worker thread, before it handles anything else.
     func actorFailed(_ record: ChildRecord, _ failure: ActorFailure) -> FailureDirective {
-        handleFailure(of: record, error: failure.error, origin: FailureOrigin(record: record, actor: failure.actor)).directive ?? .stop
+        handleFailure(of: record, error: failure.error, origin: FailureOrigin(record: record, actor: failure.actor))
+            .directive ?? .stop
     }
 
     struct FailureResolution {
@@ -120,16 +125,18 @@ extension Supervisor {
         var plan = SupervisionPlan()
         let outcome = state.withLock { state in
             plan = state.makePlan()
-            return state.planFailure(of: record, error: error, decision: decision, origin: origin, scope: strategy.scope,
-                                     now: now, into: &plan)
+            return state.planFailure(
+                of: record, error: error, decision: decision, origin: origin, scope: strategy.scope,
+                now: now, into: &plan)
         }
         switch outcome {
         case .detached:
             return FailureResolution(directive: nil, applied: nil)
         case .escalate(let parent, let group):
             deliver(plan)
-            return FailureResolution(directive: parent.handleFailure(of: group, error: error, origin: origin).directive,
-                                     applied: .escalate)
+            return FailureResolution(
+                directive: parent.handleFailure(of: group, error: error, origin: origin).directive,
+                applied: .escalate)
         case .handled(let applied):
             return FailureResolution(directive: execute(plan, origin: origin), applied: applied)
         }
@@ -140,7 +147,9 @@ extension Supervisor {
         var plan = SupervisionPlan()
         state.withLock { state in
             plan = state.makePlan()
-            let targets = state.order.compactMap { state.entries[$0]?.record }.map { ($0, RestartCause.enclosingSupervisor) }
+            let targets = state.order.compactMap { state.entries[$0]?.record }.map {
+                ($0, RestartCause.enclosingSupervisor)
+            }
             state.planRestart(targets, order: order, delayed: origin?.record, failingActor: origin?.actor, into: &plan)
         }
         return execute(plan, origin: origin)
@@ -190,9 +199,13 @@ extension Supervisor {
                 case .actor(let ref)?:
                     if !isOrigin { ref.stop() }
                 case .pool(let pool)?:
-                    for member in pool.members() where !(isOrigin && member.address.id == origin?.actor.id) { member.stop() }
+                    for member in pool.members() where !(isOrigin && member.address.id == origin?.actor.id) {
+                        member.stop()
+                    }
                 case .supervisor(let nested)?:
-                    if let nestedDirective = nested.stopEverything(closing: true, origin: origin) { directive = nestedDirective }
+                    if let nestedDirective = nested.stopEverything(closing: true, origin: origin) {
+                        directive = nestedDirective
+                    }
                 case nil:
                     break  // `attach` finds the entry gone and stops it
                 }

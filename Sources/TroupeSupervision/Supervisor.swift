@@ -54,7 +54,8 @@ public final class Supervisor: Sendable {
     let observers = ObserverList<@Sendable (SupervisionEvent) -> Void>()
 
     /// A top-level supervisor.
-    public convenience init(system: ActorSystem, strategy: SupervisionStrategy = .default, name: String = "supervisor") {
+    public convenience init(system: ActorSystem, strategy: SupervisionStrategy = .default, name: String = "supervisor")
+    {
         self.init(system: system, strategy: strategy, name: name, parent: nil)
     }
 
@@ -117,8 +118,9 @@ public final class Supervisor: Sendable {
         policy: ChildPolicy = .inherited
     ) throws(SupervisionError) -> Supervisor {
         let record = try reserve(id: id, kind: .supervisor, policy: policy, options: .default)
-        let nested = Supervisor(system: system, strategy: strategy, name: "\(name)/\(id)",
-                                parent: ParentLink(supervisor: self, record: record))
+        let nested = Supervisor(
+            system: system, strategy: strategy, name: "\(name)/\(id)",
+            parent: ParentLink(supervisor: self, record: record))
         attach(record, target: .supervisor(nested), watching: [], whenAllStopped: nil)
         return nested
     }
@@ -169,7 +171,9 @@ public final class Supervisor: Sendable {
     /// The actor supervised under `id`; fails with ``SupervisionError/unknownID(_:supervisor:)``
     /// or, when it is a pool, a supervisor or an actor of another message type,
     /// ``SupervisionError/typeMismatch(id:expected:actual:)``.
-    public func ref<Message: Sendable>(id: String, as type: Message.Type = Message.self) throws(SupervisionError) -> ActorRef<Message> {
+    public func ref<Message: Sendable>(
+        id: String, as type: Message.Type = Message.self
+    ) throws(SupervisionError) -> ActorRef<Message> {
         let target = try target(of: id)
         guard case .actor(let any) = target, let ref = any as? ActorRef<Message> else {
             throw .typeMismatch(id: id, expected: "ActorRef<\(Message.self)>", actual: target.typeName)
@@ -178,7 +182,9 @@ public final class Supervisor: Sendable {
     }
 
     /// The pool supervised under `id`; fails like ``ref(id:as:)``.
-    public func pool<Message: Sendable>(id: String, as type: Message.Type = Message.self) throws(SupervisionError) -> ActorPool<Message> {
+    public func pool<Message: Sendable>(
+        id: String, as type: Message.Type = Message.self
+    ) throws(SupervisionError) -> ActorPool<Message> {
         let target = try target(of: id)
         guard case .pool(let supervised) = target, let pool = supervised.pool as? ActorPool<Message> else {
             throw .typeMismatch(id: id, expected: "ActorPool<\(Message.self)>", actual: target.typeName)
@@ -244,7 +250,9 @@ public final class Supervisor: Sendable {
         try state.withLock { (state: inout SupervisorState) throws(SupervisionError) in
             guard state.entries[child] != nil else { throw .unknownID(child, supervisor: name) }
             guard state.entries[parent] != nil else { throw .unknownID(parent, supervisor: name) }
-            guard state.linkedChildren[parent]?.contains(child) == true else { throw .notLinked(child: child, parent: parent) }
+            guard state.linkedChildren[parent]?.contains(child) == true else {
+                throw .notLinked(child: child, parent: parent)
+            }
             state.linkedChildren[parent]?.removeAll { $0 == child }
             if state.linkedChildren[parent]?.isEmpty == true { state.linkedChildren[parent] = nil }
             state.linkedParents[child]?.removeAll { $0 == parent }
@@ -271,8 +279,10 @@ public final class Supervisor: Sendable {
         try state.withLock { (state: inout SupervisorState) throws(SupervisionError) in
             guard let record = state.record(id) else { throw .unknownID(id, supervisor: name) }
             plan = state.makePlan()
-            state.planRestart([(record, .requested)], order: RestartOrder(reason: reason, originDelay: .zero, failingMessage: .deadLetter),
-                              delayed: nil, into: &plan)
+            state.planRestart(
+                [(record, .requested)],
+                order: RestartOrder(reason: reason, originDelay: .zero, failingMessage: .deadLetter),
+                delayed: nil, into: &plan)
         }
         _ = execute(plan, origin: nil)
     }

@@ -32,8 +32,10 @@ struct SupervisorState {
         return plan
     }
 
-    func event(_ id: String, _ kind: SupervisionEvent.Kind, error: (any Error)?, actor: ActorAddress? = nil,
-               into plan: inout SupervisionPlan) {
+    func event(
+        _ id: String, _ kind: SupervisionEvent.Kind, error: (any Error)?, actor: ActorAddress? = nil,
+        into plan: inout SupervisionPlan
+    ) {
         guard plan.recordsEvents else { return }
         plan.events.append(SupervisionEvent(supervisor: name, id: id, kind: kind, error: error, actor: actor))
     }
@@ -66,9 +68,11 @@ struct SupervisorState {
     // MARK: Planning (under the lock)
 
     /// Handles a failure of `record` decided as `decision` (by its decider, outside the lock).
-    mutating func planFailure(of record: ChildRecord, error: any Error, decision: SupervisionDirective,
-                              origin: FailureOrigin?, scope: RestartScope, now: ContinuousClock.Instant,
-                              into plan: inout SupervisionPlan) -> FailurePlanOutcome {
+    mutating func planFailure(
+        of record: ChildRecord, error: any Error, decision: SupervisionDirective,
+        origin: FailureOrigin?, scope: RestartScope, now: ContinuousClock.Instant,
+        into plan: inout SupervisionPlan
+    ) -> FailurePlanOutcome {
         guard !isClosed, var entry = entries[record.id], entry.record === record else { return .detached }
         let actor = origin?.record === record ? origin?.actor : nil
         entry.failures += 1
@@ -76,8 +80,9 @@ struct SupervisorState {
         var exceeded = false
         if decision == .restart && !entry.admitRestart(at: now) {
             let intensity = record.policy.intensity
-            event(record.id, .intensityExceeded(restarts: entry.restartTimes.count, within: intensity.window),
-                  error: error, actor: actor, into: &plan)
+            event(
+                record.id, .intensityExceeded(restarts: entry.restartTimes.count, within: intensity.window),
+                error: error, actor: actor, into: &plan)
             decision = intensity.whenExceeded == .stop ? .stop : .escalate
             exceeded = true
         }
@@ -119,20 +124,25 @@ struct SupervisorState {
 
     /// Restarts `targets` and, recursively, the children linked to every restarted child.
     /// `delayed` is the failing child, whose event reports the backoff delay.
-    mutating func planRestart(_ targets: [(ChildRecord, RestartCause)], order: RestartOrder, delayed: ChildRecord?,
-                              failingActor: ActorAddress? = nil, into plan: inout SupervisionPlan) {
+    mutating func planRestart(
+        _ targets: [(ChildRecord, RestartCause)], order: RestartOrder, delayed: ChildRecord?,
+        failingActor: ActorAddress? = nil, into plan: inout SupervisionPlan
+    ) {
         var queue = targets
         var next = 0
         var visited: Set<String> = []
         while next < queue.count {
             let (record, cause) = queue[next]
             next += 1
-            guard visited.insert(record.id).inserted, let entry = entries[record.id], entry.record === record else { continue }
+            guard visited.insert(record.id).inserted, let entry = entries[record.id], entry.record === record else {
+                continue
+            }
             entries[record.id]?.restarts += 1
             plan.operations.append(.restart(record, entry.target, order))
             let isFailing = record === delayed
-            event(record.id, .restarted(cause: cause, delay: order.originDelay), error: order.reason,
-                  actor: isFailing ? failingActor : nil, into: &plan)
+            event(
+                record.id, .restarted(cause: cause, delay: order.originDelay), error: order.reason,
+                actor: isFailing ? failingActor : nil, into: &plan)
             for child in linkedChildren[record.id] ?? [] {
                 if let linked = entries[child]?.record { queue.append((linked, .linkedParent(record.id))) }
             }
@@ -140,8 +150,10 @@ struct SupervisorState {
     }
 
     /// Stops and removes `targets` and, recursively, the children linked to them.
-    mutating func planStop(_ targets: [(ChildRecord, StopCause)], error: (any Error)?, failingActor: ActorAddress? = nil,
-                           into plan: inout SupervisionPlan) {
+    mutating func planStop(
+        _ targets: [(ChildRecord, StopCause)], error: (any Error)?, failingActor: ActorAddress? = nil,
+        into plan: inout SupervisionPlan
+    ) {
         var queue = targets
         var next = 0
         var visited: Set<String> = []
@@ -149,7 +161,9 @@ struct SupervisorState {
         while next < queue.count {
             let (record, cause) = queue[next]
             next += 1
-            guard visited.insert(record.id).inserted, let entry = entries[record.id], entry.record === record else { continue }
+            guard visited.insert(record.id).inserted, let entry = entries[record.id], entry.record === record else {
+                continue
+            }
             removed.append(record)
             plan.operations.append(.stop(record, entry.target))
             let isFailing = record === targets.first?.0

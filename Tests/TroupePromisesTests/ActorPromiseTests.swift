@@ -130,7 +130,9 @@ struct Forgetful: HandlerActor {
 }
 
 /// Polls the session's current user until it is `expected` (records an issue after 20 s).
-func eventually(_ session: ActorRef<AnyMessage>, is expected: String, sourceLocation: SourceLocation = #_sourceLocation) async {
+func eventually(
+    _ session: ActorRef<AnyMessage>, is expected: String, sourceLocation: SourceLocation = #_sourceLocation
+) async {
     let deadline = ContinuousClock.now + .seconds(20)
     var last = ""
     while ContinuousClock.now < deadline {
@@ -191,7 +193,8 @@ func await_get(_ counter: ActorRef<Counter.Message>) throws -> Int {
 
 @Suite struct ExecutorAndPluginTests {
     @Test func pluginInstallsWorkerExecutorAndMetrics() async throws {
-        let system = try ActorSystem.build(configuration: .init(workerCount: 2, pinWorkers: false, logger: quietLogger)) { builder in
+        let system = try ActorSystem.build(configuration: .init(workerCount: 2, pinWorkers: false, logger: quietLogger))
+        { builder in
             try builder.plugin(PromisesPlugin())
         }
         #expect(system.installedPlugins.map(\.name).contains("troupe.promises"))

@@ -55,7 +55,9 @@ func unwrap(_ error: (any Error)?) -> (any Error)? {
 }
 
 @Suite struct FetchFlowTests {
-    func makeFlow(_ system: ActorSystem) -> (FetchFlow<String, String>, ActorRef<MemoryStore.Message>, ActorRef<FlakySource.Message>) {
+    func makeFlow(
+        _ system: ActorSystem
+    ) -> (FetchFlow<String, String>, ActorRef<MemoryStore.Message>, ActorRef<FlakySource.Message>) {
         let store = system.spawn(MemoryStore())
         let source = system.spawn(FlakySource())
         let flow = FetchFlow<String, String>(
@@ -99,12 +101,16 @@ func unwrap(_ error: (any Error)?) -> (any Error)? {
             source.tell(.fail(next: 1))
             let outcome = await flow.fetch("bob").outcome
             #expect(unwrap(outcome.failure) as? SourceError == .offline)
-            #expect(events.all == ["start loadFromPersistence", "fail loadFromPersistence", "start source", "fail source"])
+            #expect(
+                events.all == ["start loadFromPersistence", "fail loadFromPersistence", "start source", "fail source"])
             let got10 = try await store.ask { .contents($0) }
             #expect(got10 == [:])
             let got11 = try await flow.fetch("bob").get()
             #expect(got11 == "fresh-bob")  // the injected failure is used up
-            #expect(events.all.suffix(4) == ["start source", "ok source", "start saveToPersistence", "ok saveToPersistence"])
+            #expect(
+                events.all.suffix(4) == [
+                    "start source", "ok source", "start saveToPersistence", "ok saveToPersistence",
+                ])
         }
     }
 
@@ -113,7 +119,9 @@ func unwrap(_ error: (any Error)?) -> (any Error)? {
             var (flow, store, _) = makeFlow(system)
             let loads = Calls<String>()
             let load = flow.loadFromPersistence
-            flow.loadFromPersistence = { key in loads.record(key); return load(key) }
+            flow.loadFromPersistence = { key in
+                loads.record(key); return load(key)
+            }
             let got12 = try await flow.fetchFromSource("cy").get()
             #expect(got12 == "fresh-cy")
             #expect(loads.count == 0)

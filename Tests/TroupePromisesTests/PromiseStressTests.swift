@@ -38,11 +38,17 @@ final class Tally: Sendable {
                 case 0:
                     for root in roots { root.whenComplete { registeredA.add(try! $0.get()) } }
                 case 1:
-                    for root in roots.reversed() { root.map { $0 * 2 }.always {}.then({ registeredB.add($0) }, { _ in registeredB.add(-1) }) }
+                    for root in roots.reversed() {
+                        root.map { $0 * 2 }.always {}.then({ registeredB.add($0) }, { _ in registeredB.add(-1) })
+                    }
                 default:
                     let order = thread == 2 ? Array(0..<count) : Array((0..<count).reversed())
                     for offset in order {
-                        if roots[offset].succeed(base + offset) { wins.add(1, ordering: .relaxed) } else { losses.add(1, ordering: .relaxed) }
+                        if roots[offset].succeed(base + offset) {
+                            wins.add(1, ordering: .relaxed)
+                        } else {
+                            losses.add(1, ordering: .relaxed)
+                        }
                     }
                 }
             }

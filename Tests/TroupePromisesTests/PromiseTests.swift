@@ -124,8 +124,12 @@ extension Result {
     @Test func failuresPassThroughMapAndFlatMap() {
         let calls = Calls<Int>()
         let failed = Promise<Int>(error: Boom(code: 3))
-        let mapped = failed.map { value -> Int in calls.record(value); return value }
-        let flat = failed.flatMap { value -> Promise<Int> in calls.record(value); return Promise(value: value) }
+        let mapped = failed.map { value -> Int in
+            calls.record(value); return value
+        }
+        let flat = failed.flatMap { value -> Promise<Int> in
+            calls.record(value); return Promise(value: value)
+        }
         #expect(isBoom(mapped.currentOutcome?.failure, 3) && isBoom(flat.currentOutcome?.failure, 3))
         #expect(calls.count == 0)
     }
@@ -133,10 +137,12 @@ extension Result {
     @Test func recoverReplacesFailuresOnly() {
         #expect(Promise<Int>(error: Boom()).recover { _ in 8 }.currentOutcome?.success == 8)
         #expect(Promise(value: 1).recover { _ in 8 }.currentOutcome?.success == 1)
-        #expect(isBoom(Promise<Int>(error: Boom()).recover { _ -> Int in throw Boom(code: 2) }.currentOutcome?.failure, 2))
+        #expect(
+            isBoom(Promise<Int>(error: Boom()).recover { _ -> Int in throw Boom(code: 2) }.currentOutcome?.failure, 2))
         #expect(Promise<Int>(error: Boom()).recover(with: { _ in Promise(value: 9) }).currentOutcome?.success == 9)
         #expect(Promise(value: 1).recover(with: { _ in Promise(value: 9) }).currentOutcome?.success == 1)
-        #expect(isBoom(Promise<Int>(error: Boom()).recover(with: { _ in throw Boom(code: 3) }).currentOutcome?.failure, 3))
+        #expect(
+            isBoom(Promise<Int>(error: Boom()).recover(with: { _ in throw Boom(code: 3) }).currentOutcome?.failure, 3))
     }
 
     @Test func catchAndAlways() {
@@ -251,7 +257,8 @@ extension Result {
     }
 
     @Test func deadlines() async throws {
-        guard case .failure(PromiseError.deadlinePassed) = Promise<Int>().deadline(.now - .seconds(1)).currentOutcome else {
+        guard case .failure(PromiseError.deadlinePassed) = Promise<Int>().deadline(.now - .seconds(1)).currentOutcome
+        else {
             Issue.record("expected deadlinePassed"); return
         }
         let source = Promise<Int>()  // kept alive: a released source would fail with .abandoned

@@ -128,7 +128,9 @@ import TroupeTestSupport
             let publishers = 4
             let perPublisher = StressScale.scaled(2_000, minimum: 100)
             await TestThreads.run(count: publishers) { publisher in
-                for sequence in 0..<perPublisher { topic.publish(Publication(publisher: publisher, sequence: sequence)) }
+                for sequence in 0..<perPublisher {
+                    topic.publish(Publication(publisher: publisher, sequence: sequence))
+                }
             }
             await waitUntil { delivered.value == tallies.count * publishers * perPublisher }
             for tally in tallies {
@@ -150,7 +152,9 @@ import TroupeTestSupport
             do {
                 _ = try pubsub.topic("ints", of: String.self)
             } catch let error as PubSubError {
-                guard case .payloadTypeMismatch(let name, let existing, let requested) = error else { Issue.record("\(error)"); return }
+                guard case .payloadTypeMismatch(let name, let existing, let requested) = error else {
+                    Issue.record("\(error)"); return
+                }
                 #expect(name == "ints" && existing == "Swift.Int" && requested == "Swift.String")
             }
             #expect(throws: PubSubError.self) { try pubsub.publish("text", to: "ints") }

@@ -74,7 +74,8 @@ final class ActingObserver: ChangeObserver {
     @Test func asynchronousDispatchRunsOnTheTargetActorInOrder() async throws {
         try await withTestSystem { system in
             let log = Recorder<String>()
-            let dispatcher = MultiDispatcher<any ChangeObserver>(target: .serialActor(in: system, executor: .dedicatedThread))
+            let dispatcher = MultiDispatcher<any ChangeObserver>(
+                target: .serialActor(in: system, executor: .dedicatedThread))
             let a = RecordingObserver("a", log: log)
             dispatcher.add(a)
             for value in 0..<100 { #expect(dispatcher.dispatch { $0.didChange(value) } == .enqueued) }

@@ -25,10 +25,14 @@ import TroupeTestSupport
             }
             let perSubscriber = publishers * perPublisher
             #expect(told.value == subscribers * perSubscriber)
-            await waitUntil(timeout: StressScale.drainTimeout, "all delivered") { delivered.value == subscribers * perSubscriber }
+            await waitUntil(timeout: StressScale.drainTimeout, "all delivered") {
+                delivered.value == subscribers * perSubscriber
+            }
             var expectedSum = 0
             for publisher in 0..<publishers {
-                for sequence in 0..<perPublisher { expectedSum &+= checksum(Publication(publisher: publisher, sequence: sequence)) }
+                for sequence in 0..<perPublisher {
+                    expectedSum &+= checksum(Publication(publisher: publisher, sequence: sequence))
+                }
             }
             for tally in tallies {
                 let summary = try await tally.ask { .summary($0) }
@@ -54,7 +58,9 @@ import TroupeTestSupport
             let churned = AtomicCounter()
             await TestThreads.run(count: publishers + 2) { thread in
                 if thread < publishers {
-                    for sequence in 0..<perPublisher { topic.publish(Publication(publisher: thread, sequence: sequence)) }
+                    for sequence in 0..<perPublisher {
+                        topic.publish(Publication(publisher: thread, sequence: sequence))
+                    }
                     publishing.increment(by: -1)
                     return
                 }
@@ -90,7 +96,9 @@ import TroupeTestSupport
                 #expect(summary.count == publishers * perPublisher)
                 #expect(summary.outOfOrder == 0)
             }
-            await waitUntil("churned subscribers gone") { topic.subscriberCount == stable.count && other.subscriberCount == 0 }
+            await waitUntil("churned subscribers gone") {
+                topic.subscriberCount == stable.count && other.subscriberCount == 0
+            }
             #expect(churned.value >= 100)
             // A publication racing a stop may dead-letter (stopped in between), never anything else.
             #expect(system.deadLetters.total == system.deadLetters.count(.recipientStopped))

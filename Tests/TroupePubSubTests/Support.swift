@@ -65,9 +65,11 @@ struct StopsOnZero: ActorDefinition {
 
 /// A system built with the pub/sub plugin, shut down afterwards.
 func withPubSubPluginSystem(_ body: (ActorSystem) async throws -> Void) async throws {
-    let system = try ActorSystem.build(configuration: .init(
-        name: "pubsub-plugin", workerCount: 2, pinWorkers: false, askTimeout: .seconds(30), logger: quietLogger
-    )) { builder in try builder.plugin(PubSubPlugin()) }
+    let system = try ActorSystem.build(
+        configuration: .init(
+            name: "pubsub-plugin", workerCount: 2, pinWorkers: false, askTimeout: .seconds(30), logger: quietLogger
+        )
+    ) { builder in try builder.plugin(PubSubPlugin()) }
     do {
         try await body(system)
     } catch {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 import Testing
@@ -30,7 +30,9 @@ extension StressTests {
         mutating func receive(_ message: Message, context: ActorContext<Message>) {
             switch message {
             case .relay(let value, let reply):
-                context.ask(target, timeout: .seconds(120), { Doubler.Message.double(value, $0) }, then: { .answered($0, reply) })
+                context.ask(
+                    target, timeout: .seconds(120), { Doubler.Message.double(value, $0) },
+                    then: { .answered($0, reply) })
             case .answered(let result, let reply):
                 switch result {
                 case .success(let value): reply.succeed(value + 1)
@@ -62,13 +64,15 @@ extension StressTests {
             if thread < callbackThreads {
                 for index in 0..<callbacksPerThread {
                     let value = thread * 1_000_000 + index
-                    doublers[index % doublers.count].ask(timeout: .seconds(120), { Doubler.Message.double(value, $0) }, onReply: { result in
-                        switch result {
-                        case .success(let doubled): if doubled != value * 2 { wrong.increment() }
-                        case .failure(let error): failures.append("callback: \(error)")
-                        }
-                        callbacksDone.increment()
-                    })
+                    doublers[index % doublers.count].ask(
+                        timeout: .seconds(120), { Doubler.Message.double(value, $0) },
+                        onReply: { result in
+                            switch result {
+                            case .success(let doubled): if doubled != value * 2 { wrong.increment() }
+                            case .failure(let error): failures.append("callback: \(error)")
+                            }
+                            callbacksDone.increment()
+                        })
                     // Bound the asks in flight so the storm measures the runtime, not memory.
                     if index % 1024 == 0 {
                         while (thread * callbacksPerThread + index) - callbacksDone.value > 50_000 { sched_yield() }
@@ -78,7 +82,9 @@ extension StressTests {
                 for index in 0..<blockingPerThread {
                     let value = thread * 1_000_000 + index
                     do throws(AskError) {
-                        let doubled = try relays[index % relays.count].askBlocking(timeout: .seconds(120)) { Relay.Message.relay(value, $0) }
+                        let doubled = try relays[index % relays.count].askBlocking(timeout: .seconds(120)) {
+                            Relay.Message.relay(value, $0)
+                        }
                         if doubled != value * 2 + 1 { wrong.increment() }
                     } catch {
                         failures.append("blocking: \(error)")
@@ -95,10 +101,14 @@ extension StressTests {
                     for index in 0..<asksPerTask {
                         let value = task * 10_000 + index
                         if index % 2 == 0 {
-                            let doubled = try await doublers[(task + index) % doublers.count].ask(timeout: .seconds(120)) { Doubler.Message.double(value, $0) }
+                            let doubled = try await doublers[(task + index) % doublers.count].ask(
+                                timeout: .seconds(120)
+                            ) { Doubler.Message.double(value, $0) }
                             if doubled != value * 2 { wrong.increment() }
                         } else {
-                            let relayed = try await relays[(task + index) % relays.count].ask(timeout: .seconds(120)) { Relay.Message.relay(value, $0) }
+                            let relayed = try await relays[(task + index) % relays.count].ask(timeout: .seconds(120)) {
+                                Relay.Message.relay(value, $0)
+                            }
                             if relayed != value * 2 + 1 { wrong.increment() }
                         }
                         count += 1
@@ -118,7 +128,9 @@ extension StressTests {
         await system.shutdown()
 
         let total = answered + callbackThreads * callbacksPerThread + blockingThreads * blockingPerThread
-        print("ask storm: \(total) asks (\(answered) async, \(callbackThreads * callbacksPerThread) callback, \(blockingThreads * blockingPerThread) blocking) in \(elapsed)")
+        print(
+            "ask storm: \(total) asks (\(answered) async, \(callbackThreads * callbacksPerThread) callback, \(blockingThreads * blockingPerThread) blocking) in \(elapsed)"
+        )
         #expect(answered == tasks * asksPerTask)
         #expect(wrong.value == 0, "wrong answers")
         #expect(failures.values.isEmpty, "failed asks: \(failures.values.prefix(5))")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Synchronization
@@ -25,8 +25,9 @@ import TroupeTestSupport
         try await withTestSystem(workers: 2) { system in
             let gate = Gate(safetyTimeout: .seconds(600))
             let received = Recorder<Int>()
-            let consumer = system.spawn(Probe<Int>(received: received, gate: gate, holdWhen: { $0 == -1 }),
-                                        options: SpawnOptions(mailbox: .bounded(capacity: Self.capacity, overflow: policy)))
+            let consumer = system.spawn(
+                Probe<Int>(received: received, gate: gate, holdWhen: { $0 == -1 }),
+                options: SpawnOptions(mailbox: .bounded(capacity: Self.capacity, overflow: policy)))
             consumer.tell(-1)
             await waitUntil("the consumer is blocked") { gate.entered == 1 }
 
@@ -35,7 +36,9 @@ import TroupeTestSupport
             let sampler = TestThreads.start {
                 while !done.load(ordering: .acquiring) {
                     let depth = consumer.mailboxDepth ?? 0
-                    if depth > sampledMaximum.load(ordering: .relaxed) { sampledMaximum.store(depth, ordering: .relaxed) }
+                    if depth > sampledMaximum.load(ordering: .relaxed) {
+                        sampledMaximum.store(depth, ordering: .relaxed)
+                    }
                 }
             }
             let maximumAfterSend = Atomic<Int>(0)
@@ -51,7 +54,8 @@ import TroupeTestSupport
                 refusedOrDropping.add(flagged, ordering: .relaxed)
                 var current = maximumAfterSend.load(ordering: .relaxed)
                 while localMaximum > current {
-                    let (exchanged, now) = maximumAfterSend.compareExchange(expected: current, desired: localMaximum, ordering: .relaxed)
+                    let (exchanged, now) = maximumAfterSend.compareExchange(
+                        expected: current, desired: localMaximum, ordering: .relaxed)
                     if exchanged { break }
                     current = now
                 }
@@ -77,7 +81,9 @@ import TroupeTestSupport
             gate.open()
             await waitUntil(timeout: StressScale.drainTimeout, "drained") { received.count == 1 + Self.capacity }
             let delivered = received.values.dropFirst()
-            #expect(delivered.count + system.deadLetters.count(.mailboxFull) == sent, "\(policy): delivered + dead-lettered == sent")
+            #expect(
+                delivered.count + system.deadLetters.count(.mailboxFull) == sent,
+                "\(policy): delivered + dead-lettered == sent")
             for producer in 0..<producers {
                 let sequences = delivered.filter { $0 >> 32 == producer }.map { $0 & 0xFFFF_FFFF }
                 #expect(sequences == sequences.sorted(), "\(policy): per-sender FIFO")
@@ -86,7 +92,9 @@ import TroupeTestSupport
                 // The survivors are the newest: of each producer, a run that ends with its last message.
                 for producer in 0..<producers {
                     let sequences = delivered.filter { $0 >> 32 == producer }.map { $0 & 0xFFFF_FFFF }
-                    #expect(sequences == Array((perProducer - sequences.count)..<perProducer), "drop-oldest keeps the newest messages")
+                    #expect(
+                        sequences == Array((perProducer - sequences.count)..<perProducer),
+                        "drop-oldest keeps the newest messages")
                 }
             } else {
                 // The survivors are the first `capacity` messages sent.
@@ -105,8 +113,9 @@ import TroupeTestSupport
             for policy in [MailboxOverflowPolicy.dropNewest, .dropOldest, .fail] {
                 let system = ActorSystem(configuration: .init(workerCount: 2, pinWorkers: false))
                 let gate = Gate(safetyTimeout: .seconds(600))
-                let consumer = system.spawn(Probe<Int>(gate: gate, holdWhen: { $0 == -1 }),
-                                            options: SpawnOptions(mailbox: .bounded(capacity: 16, overflow: policy)))
+                let consumer = system.spawn(
+                    Probe<Int>(gate: gate, holdWhen: { $0 == -1 }),
+                    options: SpawnOptions(mailbox: .bounded(capacity: 16, overflow: policy)))
                 consumer.tell(-1)
                 while gate.entered == 0 { usleep(100) }
                 // Warm the envelope pools and the dead-letter path first.
@@ -127,8 +136,9 @@ import TroupeTestSupport
 
     static func residentBytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
         return kilobytes * 1024
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 import Testing
@@ -106,14 +106,17 @@ extension StressTests {
         let sent = board.tally.sent
         await waitUntil(timeout: StressScale.drainTimeout, "every actor stopped") { system.liveActorCount == 0 }
         // Stopped actors dead-letter what is left in their mailboxes within a turn or two.
-        let accounted = await waitUntil(timeout: StressScale.isThreadSanitized ? .seconds(150) : .seconds(30),
-                        "handled (\(handled.value)) + dead letters (\(system.deadLetters.total)) == sent (\(sent)) before shutdown") {
+        let accounted = await waitUntil(
+            timeout: StressScale.isThreadSanitized ? .seconds(150) : .seconds(30),
+            "handled (\(handled.value)) + dead letters (\(system.deadLetters.total)) == sent (\(sent)) before shutdown"
+        ) {
             handled.value + system.deadLetters.total == sent
         }
         if !accounted {
             // A message neither handled nor dead-lettered sits in a stopped actor's mailbox.
             let stuck = spawned.values.filter { $0.0.isStopped && !$0.0.isMailboxEmpty }
-            Issue.record("""
+            Issue.record(
+                """
                 \(stuck.count) stopped actors still hold undelivered messages \
                 (\(stuck.filter { $0.dedicated }.count) of them with a dedicated thread, \
                 \(spawned.values.filter { $0.dedicated }.count) dedicated of \(spawned.count) spawned)
@@ -123,11 +126,16 @@ extension StressTests {
         await system.shutdown()
         let tally = board.tally
         let office = system.deadLetters
-        print("churn stress (\(slotCount) slots, dedicated every \(dedicatedEvery.map(String.init) ?? "never")): sent \(tally.sent), handled \(handled.value), dead letters \(office.total) [\(office.summary)], refused at send \(tally.deadLetteredTotal)")
-        #expect(handled.value + office.total == tally.sent,
-                "handled \(handled.value) + dead-lettered \(office.total) != sent \(tally.sent); \(office.summary)")
+        print(
+            "churn stress (\(slotCount) slots, dedicated every \(dedicatedEvery.map(String.init) ?? "never")): sent \(tally.sent), handled \(handled.value), dead letters \(office.total) [\(office.summary)], refused at send \(tally.deadLetteredTotal)"
+        )
+        #expect(
+            handled.value + office.total == tally.sent,
+            "handled \(handled.value) + dead-lettered \(office.total) != sent \(tally.sent); \(office.summary)")
         for kind in DeadLetterReason.Kind.allCases {
-            #expect(office.count(kind) >= tally.deadLettered[kind, default: 0], "every refused send is counted as a dead letter (\(kind))")
+            #expect(
+                office.count(kind) >= tally.deadLettered[kind, default: 0],
+                "every refused send is counted as a dead letter (\(kind))")
         }
         #expect(office.count(.recipientStopped) > 0, "the churn did hit stopped actors")
         #expect(handled.value > 0)
@@ -135,21 +143,24 @@ extension StressTests {
 
     @Test(.timeLimit(.minutes(20)))
     func actorChurnWhileMessagesFlyAccountsForEveryMessage() async {
-        await churn(dedicatedEvery: nil, perProducer: StressScale.scaled(150_000, minimum: 1000),
-                    rounds: StressScale.scaled(3000, minimum: 50))
+        await churn(
+            dedicatedEvery: nil, perProducer: StressScale.scaled(150_000, minimum: 1000),
+            rounds: StressScale.scaled(3000, minimum: 50))
     }
 
     @Test(.timeLimit(.minutes(20)))
     func dedicatedThreadActorChurnAccountsForEveryMessage() async {
-        await churn(dedicatedEvery: 2, perProducer: StressScale.scaled(150_000, minimum: 1000),
-                    rounds: StressScale.scaled(400, minimum: 50), noiseThreads: 4)
+        await churn(
+            dedicatedEvery: 2, perProducer: StressScale.scaled(150_000, minimum: 1000),
+            rounds: StressScale.scaled(400, minimum: 50), noiseThreads: 4)
     }
 
     /// Few actors, all with a dedicated thread, stopped and replaced as fast as possible: the
     /// producers' sends race the stop (and thread exit) of the actor they target.
     @Test(.timeLimit(.minutes(20)))
     func sendsRacingTheStopOfDedicatedActorsAreNeverLost() async {
-        await churn(dedicatedEvery: 1, slotCount: 4, perProducer: StressScale.scaled(150_000, minimum: 1000),
-                    rounds: StressScale.scaled(4000, minimum: 50), noiseThreads: 4)
+        await churn(
+            dedicatedEvery: 1, slotCount: 4, perProducer: StressScale.scaled(150_000, minimum: 1000),
+            rounds: StressScale.scaled(4000, minimum: 50), noiseThreads: 4)
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 import Testing
@@ -36,8 +36,9 @@ extension StressTests {
 
         init(producers: Int) {
             last = Array(repeating: -1, count: producers)
-            report = FIFOReport(counts: Array(repeating: 0, count: producers),
-                                checksums: Array(repeating: 0, count: producers), violations: 0)
+            report = FIFOReport(
+                counts: Array(repeating: 0, count: producers),
+                checksums: Array(repeating: 0, count: producers), violations: 0)
         }
 
         mutating func receive(_ message: FIFOMessage, context: ActorContext<FIFOMessage>) {
@@ -111,10 +112,13 @@ extension StressTests {
         let totalTime = clock.now - start
         await system.shutdown()
 
-        print("FIFO stress: \(producers * perProducer) messages, \(producers) producers, \(actorCount) actors; sent in \(sendTime), all handled in \(totalTime)")
+        print(
+            "FIFO stress: \(producers * perProducer) messages, \(producers) producers, \(actorCount) actors; sent in \(sendTime), all handled in \(totalTime)"
+        )
         #expect(notEnqueued.value == 0, "every tell was enqueued")
         #expect(violations == 0, "per-sender FIFO violations")
-        #expect(counts == expectedCounts.withLock { $0 }, "handled per producer (lost or duplicated messages otherwise)")
+        #expect(
+            counts == expectedCounts.withLock { $0 }, "handled per producer (lost or duplicated messages otherwise)")
         #expect(checksums == expectedChecksums.withLock { $0 }, "checksum per producer")
         #expect(counts.reduce(0, +) == producers * perProducer)
         #expect(system.deadLetters.total == 0, "dead letters: \(system.deadLetters.summary)")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 import Testing
@@ -80,13 +80,15 @@ extension StressTests {
         }
         let sentSum = AtomicCounter()
         let requesterDone = Atomic<Bool>(false)
-        let requester: pthread_t? = requestRestarts ? TestThreads.start {
-            var random = XorShift(seed: 99)
-            while !requesterDone.load(ordering: .acquiring) {
-                actors[random.below(actors.count)].requestRestart(reason: TestError("requested"))
-                for _ in 0..<200 { _ = random.next() }
-            }
-        } : nil
+        let requester: pthread_t? =
+            requestRestarts
+            ? TestThreads.start {
+                var random = XorShift(seed: 99)
+                while !requesterDone.load(ordering: .acquiring) {
+                    actors[random.below(actors.count)].requestRestart(reason: TestError("requested"))
+                    for _ in 0..<200 { _ = random.next() }
+                }
+            } : nil
         await TestThreads.run(count: producers) { producer in
             var random = XorShift(seed: UInt64(producer + 1))
             var localSum = 0
@@ -116,7 +118,9 @@ extension StressTests {
             #expect(handledCount.value == producers * perProducer - expectedFailures)
         }
         #expect(restarts.value >= expectedFailures, "one restart per failure (plus requested ones)")
-        print("crash storm: \(expectedFailures) failures, \(restarts.value) restarts, retry=\(retry), requested=\(requestRestarts), sent=\(producers * perProducer)")
+        print(
+            "crash storm: \(expectedFailures) failures, \(restarts.value) restarts, retry=\(retry), requested=\(requestRestarts), sent=\(producers * perProducer)"
+        )
     }
 
     /// 10^5 failures at least, also under TSan (issue 7's figure); `TROUPE_STRESS_SCALE` > 1 raises it.
@@ -145,7 +149,8 @@ extension StressTests {
             case .arm(let first, let count, let maxDelay):
                 var random = XorShift(seed: UInt64(first + 1))
                 for key in first..<(first + count) {
-                    context.startSingleTimer(key: key, message: .fired(key), after: .microseconds(random.below(maxDelay)))
+                    context.startSingleTimer(
+                        key: key, message: .fired(key), after: .microseconds(random.below(maxDelay)))
                 }
             case .fired(let key):
                 fired.increment()
@@ -216,14 +221,17 @@ extension StressTests {
                 if half == 0 {
                     for target in targets { target.stop() }
                 } else {
-                    for watcher in watchers.suffix(4) { watcher.ask({ Bystander.Message.watch(targets, $0) }, onReply: { _ in }) }
+                    for watcher in watchers.suffix(4) {
+                        watcher.ask({ Bystander.Message.watch(targets, $0) }, onReply: { _ in })
+                    }
                 }
             }
             expectedNotices += targets.count * watchers.count
             // Self-invalidating actors: sent to, then forgotten.
             for value in 0..<20 {
-                let ref = system.spawn(StormActor(handledSum: handledSum, handledCount: handledCount),
-                                       options: SpawnOptions(selfInvalidating: true))
+                let ref = system.spawn(
+                    StormActor(handledSum: handledSum, handledCount: handledCount),
+                    options: SpawnOptions(selfInvalidating: true))
                 ref.tell(.value(UInt64(value), fails: false))
             }
         }

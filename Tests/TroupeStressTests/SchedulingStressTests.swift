@@ -35,8 +35,10 @@ extension StressTests {
     func manyProducersManyActorsEveryMessageRuns(batchSize: Int) async throws {
         let producers = 8, actorCount = 64
         let perProducer = StressScale.scaled(250_000)
-        let system = ActorSystem(configuration: .init(name: "sched", workerCount: 2, pinWorkers: true,
-                                                      batchSize: batchSize, logger: quietLogger))
+        let system = ActorSystem(
+            configuration: .init(
+                name: "sched", workerCount: 2, pinWorkers: true,
+                batchSize: batchSize, logger: quietLogger))
         let tally = Tally()
         let actors = (0..<actorCount).map { _ in system.spawn(Counting(tally: tally)) }
         await TestThreads.run(count: producers) { producer in

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 import Testing
@@ -32,13 +32,14 @@ extension StressTests {
         let handled = AtomicCounter()
         // A mix of mailboxes and executors: unbounded, bounded (each policy) and dedicated.
         let actors = (0..<actorCount).map { index -> ActorRef<LoadSink.Message> in
-            let options: SpawnOptions = switch index % 6 {
-            case 1: SpawnOptions(mailbox: .bounded(capacity: 64, overflow: .dropNewest))
-            case 2: SpawnOptions(mailbox: .bounded(capacity: 64, overflow: .dropOldest))
-            case 3: SpawnOptions(mailbox: .bounded(capacity: 64, overflow: .fail))
-            case 4 where variant != 1: SpawnOptions(executor: .dedicatedThread)
-            default: .default
-            }
+            let options: SpawnOptions =
+                switch index % 6 {
+                case 1: SpawnOptions(mailbox: .bounded(capacity: 64, overflow: .dropNewest))
+                case 2: SpawnOptions(mailbox: .bounded(capacity: 64, overflow: .dropOldest))
+                case 3: SpawnOptions(mailbox: .bounded(capacity: 64, overflow: .fail))
+                case 4 where variant != 1: SpawnOptions(executor: .dedicatedThread)
+                default: .default
+                }
             return system.spawn(LoadSink(handled: handled), options: options)
         }
         let board = TallyBoard()
@@ -62,10 +63,12 @@ extension StressTests {
                     // One producer mixes in asks (callback style: nothing to await).
                     asksSent.increment()
                     let question = index
-                    actor.ask(timeout: .seconds(60), { LoadSink.Message.question(question, $0) }, onReply: { result in
-                        if case .success(let value) = result, value == question + 1 { asksAnswered.increment() }
-                        asksCompleted.increment()
-                    })
+                    actor.ask(
+                        timeout: .seconds(60), { LoadSink.Message.question(question, $0) },
+                        onReply: { result in
+                            if case .success(let value) = result, value == question + 1 { asksAnswered.increment() }
+                            asksCompleted.increment()
+                        })
                 } else {
                     let outcome = actor.tell(.work(index))
                     tally.record(outcome)
@@ -86,23 +89,31 @@ extension StressTests {
         let tally = board.tally
         let office = system.deadLetters
         let asks = asksSent.value
-        print("shutdown stress \(variant): told \(tally.sent), asked \(asks), handled \(handled.value), dead letters \(office.total) [\(office.summary)]")
-        #expect(handled.value + office.total == tally.sent + asks,
-                "handled \(handled.value) + dead-lettered \(office.total) != sent \(tally.sent + asks); \(office.summary)")
+        print(
+            "shutdown stress \(variant): told \(tally.sent), asked \(asks), handled \(handled.value), dead letters \(office.total) [\(office.summary)]"
+        )
+        #expect(
+            handled.value + office.total == tally.sent + asks,
+            "handled \(handled.value) + dead-lettered \(office.total) != sent \(tally.sent + asks); \(office.summary)")
         if handled.value + office.total != tally.sent + asks {
             // A message neither handled nor dead-lettered sits in a stopped actor's mailbox.
             let stuck = actors.indices.filter { !actors[$0].isMailboxEmpty }
-            Issue.record("actors still holding undelivered messages (index % 6 == 4: dedicated thread): \(stuck.map { "#\($0) kind \($0 % 6)" })")
+            Issue.record(
+                "actors still holding undelivered messages (index % 6 == 4: dedicated thread): \(stuck.map { "#\($0) kind \($0 % 6)" })"
+            )
         }
         for kind in DeadLetterReason.Kind.allCases {
-            #expect(office.count(kind) >= tally.deadLettered[kind, default: 0], "refused sends are dead letters (\(kind))")
+            #expect(
+                office.count(kind) >= tally.deadLettered[kind, default: 0], "refused sends are dead letters (\(kind))")
         }
         // Contract (`ActorSystem.shutdown`): once shutdown has begun, new messages become dead
         // letters with `.systemShutdown`, whether or not their recipient has stopped yet.
         let late = afterShutdownBoard.tally
         #expect(late.sent > 0, "producers kept sending into the shutdown")
-        #expect(late.deadLettered[.systemShutdown, default: 0] == late.sent,
-                "tells after shutdown began: \(late.sent), dead-lettered as .systemShutdown: \(late.deadLettered[.systemShutdown, default: 0]), other outcomes: \(late.deadLettered)")
+        #expect(
+            late.deadLettered[.systemShutdown, default: 0] == late.sent,
+            "tells after shutdown began: \(late.sent), dead-lettered as .systemShutdown: \(late.deadLettered[.systemShutdown, default: 0]), other outcomes: \(late.deadLettered)"
+        )
         await waitUntil("every ask completed (answered or failed)") { asksCompleted.value == asks }
         #expect(asksAnswered.value <= asks)
         #expect(system.liveActorCount == 0)

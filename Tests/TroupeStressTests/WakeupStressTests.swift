@@ -25,8 +25,8 @@ extension StressTests {
             let gate = Gate()
             let holders = (0..<shape.holders).map { _ in system.spawn(Holder(gate: gate)) }
             let waker = system.spawn(Holder(gate: nil))
-            try await Task.sleep(for: .milliseconds(1))   // every worker parks
-            waker.tell(.hold)                               // one worker wakes, runs it, polls
+            try await Task.sleep(for: .milliseconds(1))  // every worker parks
+            waker.tell(.hold)  // one worker wakes, runs it, polls
             let sendAt = ContinuousClock.now + .microseconds(Int.random(in: 0...30))
             while ContinuousClock.now < sendAt {}
             for holder in holders { holder.tell(.hold) }

@@ -21,10 +21,16 @@ import TroupeTestSupport
             #expect(supervisor["missing"] == nil)
             // Untyped access checks the message type where it is used, and says which it is.
             #expect(try supervisor["worker"]?.tell(Worker.Message.work(7)) == .enqueued)
-            #expect(throws: SupervisionError.typeMismatch(id: "worker", expected: "an actor accepting String", actual: "ActorRef<Message>")) {
+            #expect(
+                throws: SupervisionError.typeMismatch(
+                    id: "worker", expected: "an actor accepting String", actual: "ActorRef<Message>")
+            ) {
                 try supervisor["worker"]?.tell("not a worker message")
             }
-            #expect(throws: SupervisionError.typeMismatch(id: "worker", expected: "ActorRef<Int>", actual: "ActorRef<Message>")) {
+            #expect(
+                throws: SupervisionError.typeMismatch(
+                    id: "worker", expected: "ActorRef<Int>", actual: "ActorRef<Message>")
+            ) {
                 try supervisor["worker"]?.ref(as: Int.self)
             }
             #expect(supervisor["worker", as: Worker.Message.self] == worker)
@@ -39,13 +45,21 @@ import TroupeTestSupport
             #expect(supervisor.ids == ["worker", "pool", "nested"])
             #expect(supervisor.contains(id: "pool"))
 
-            #expect(throws: SupervisionError.typeMismatch(id: "worker", expected: "ActorRef<Int>", actual: "ActorRef<Message>")) {
+            #expect(
+                throws: SupervisionError.typeMismatch(
+                    id: "worker", expected: "ActorRef<Int>", actual: "ActorRef<Message>")
+            ) {
                 try supervisor.ref(id: "worker", as: Int.self)
             }
-            #expect(throws: SupervisionError.typeMismatch(id: "worker", expected: "ActorPool<Message>", actual: "ActorRef<Message>")) {
+            #expect(
+                throws: SupervisionError.typeMismatch(
+                    id: "worker", expected: "ActorPool<Message>", actual: "ActorRef<Message>")
+            ) {
                 try supervisor.pool(id: "worker", as: Worker.Message.self)
             }
-            #expect(throws: SupervisionError.typeMismatch(id: "pool", expected: "Supervisor", actual: "ActorPool<Message>")) {
+            #expect(
+                throws: SupervisionError.typeMismatch(id: "pool", expected: "Supervisor", actual: "ActorPool<Message>")
+            ) {
                 try supervisor.supervisor(id: "pool")
             }
             #expect(throws: SupervisionError.unknownID("missing", supervisor: "root")) {
@@ -148,12 +162,16 @@ import TroupeTestSupport
             #expect(try supervisor.linkedChildren(of: "a") == ["b"])
             refs[0].tell(.fail("a"))
             await waitUntil("three restarts") { events.count == 3 }
-            #expect(events.lines == ["a restarted (failed)", "b restarted (linked parent 'a' restarted)", "c restarted (linked parent 'b' restarted)"])
+            #expect(
+                events.lines == [
+                    "a restarted (failed)", "b restarted (linked parent 'a' restarted)",
+                    "c restarted (linked parent 'b' restarted)",
+                ])
             var instances: [Int] = []
             for ref in refs { instances.append(try await ref.state().instance) }
             #expect(instances == [2, 2, 2, 1])
 
-            refs[2].tell(.fail("c"))   // a linked child's failure does not touch its parents
+            refs[2].tell(.fail("c"))  // a linked child's failure does not touch its parents
             #expect(try await refs[2].state().instance == 3)
             #expect(try await refs[0].state().instance == 2)
             #expect(try await refs[1].state().instance == 2)
@@ -166,7 +184,7 @@ import TroupeTestSupport
             let parent = try supervisor.superviseWorker(id: "parent")
             let child = try supervisor.superviseWorker(id: "child")
             try supervisor.link("child", toParent: "parent")
-            try supervisor.link("child", toParent: "parent")   // harmless
+            try supervisor.link("child", toParent: "parent")  // harmless
             try supervisor.unlink("child", fromParent: "parent")
             #expect(try supervisor.linkedChildren(of: "parent").isEmpty)
             #expect(throws: SupervisionError.notLinked(child: "child", parent: "parent")) {
@@ -184,9 +202,13 @@ import TroupeTestSupport
             for id in ["a", "b", "c"] { try supervisor.superviseWorker(id: id) }
             try supervisor.link("b", toParent: "a")
             try supervisor.link("c", toParent: "b")
-            #expect(throws: SupervisionError.linkCycle(child: "a", parent: "c")) { try supervisor.link("a", toParent: "c") }
-            #expect(throws: SupervisionError.linkCycle(child: "a", parent: "a")) { try supervisor.link("a", toParent: "a") }
-            try supervisor.link("c", toParent: "a")   // a diamond is not a cycle
+            #expect(throws: SupervisionError.linkCycle(child: "a", parent: "c")) {
+                try supervisor.link("a", toParent: "c")
+            }
+            #expect(throws: SupervisionError.linkCycle(child: "a", parent: "a")) {
+                try supervisor.link("a", toParent: "a")
+            }
+            try supervisor.link("c", toParent: "a")  // a diamond is not a cycle
             #expect(try supervisor.linkedChildren(of: "a") == ["b", "c"])
         }
     }
@@ -202,7 +224,11 @@ import TroupeTestSupport
             await waitUntil("a, b, c stopped") { refs[0...2].allSatisfy(\.isStopped) }
             #expect(!refs[3].isStopped)
             #expect(supervisor.ids == ["other"])
-            #expect(events.lines == ["a stopped (unsupervised)", "b stopped (linked parent 'a' removed)", "c stopped (linked parent 'b' removed)"])
+            #expect(
+                events.lines == [
+                    "a stopped (unsupervised)", "b stopped (linked parent 'a' removed)",
+                    "c stopped (linked parent 'b' removed)",
+                ])
         }
     }
 
@@ -233,7 +259,10 @@ import TroupeTestSupport
             #expect(try await child.state().instance == 2)
             #expect(try await sibling.state().instance == 1, "an explicit restart ignores the scope")
             #expect(journal.log.values.contains("willRestart#1 Boom(maintenance)"))
-            #expect(events.lines == ["parent restarted (restart requested)", "child restarted (linked parent 'parent' restarted)"])
+            #expect(
+                events.lines == [
+                    "parent restarted (restart requested)", "child restarted (linked parent 'parent' restarted)",
+                ])
         }
     }
 
@@ -241,9 +270,11 @@ import TroupeTestSupport
 
     @Test func eventsArriveAsAnAsyncSequence() async throws {
         try await withTestSystem { system in
-            let supervisor = Supervisor(system: system, strategy: .oneForOne(decider: { error in
-                (error as? Boom)?.tag == "soft" ? .resume : .restart
-            }))
+            let supervisor = Supervisor(
+                system: system,
+                strategy: .oneForOne(decider: { error in
+                    (error as? Boom)?.tag == "soft" ? .resume : .restart
+                }))
             let stream = supervisor.events()
             let worker = try supervisor.superviseWorker(id: "worker")
             worker.tell(.fail("soft"))

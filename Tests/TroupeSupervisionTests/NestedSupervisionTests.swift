@@ -20,11 +20,12 @@ import TroupeTestSupport
             _ = try await y.state()
             x.tell(.fail("x"))
             await waitUntil("the group restarted") { rootEvents.count == 1 }
-            #expect(groupEvents.lines == [
-                "x escalated to 'root'",
-                "x restarted (enclosing supervisor restarted)",
-                "y restarted (enclosing supervisor restarted)",
-            ])
+            #expect(
+                groupEvents.lines == [
+                    "x escalated to 'root'",
+                    "x restarted (enclosing supervisor restarted)",
+                    "y restarted (enclosing supervisor restarted)",
+                ])
             #expect(rootEvents.lines == ["group restarted (failed)"])
             #expect(try await x.state().instance == 2)
             #expect(try await y.state() == WorkerState(instance: 2, handled: []))
@@ -38,8 +39,9 @@ import TroupeTestSupport
     @Test func anEscalationThatTheParentStopsStopsTheGroupForGood() async throws {
         try await withTestSystem { system in
             let root = Supervisor(system: system, name: "root")
-            let group = try root.superviseSupervisor(id: "group", strategy: Self.escalating,
-                                                     policy: ChildPolicy(decider: { _ in .stop }))
+            let group = try root.superviseSupervisor(
+                id: "group", strategy: Self.escalating,
+                policy: ChildPolicy(decider: { _ in .stop }))
             let groupEvents = EventLog(group)
             let x = try group.superviseWorker(id: "x")
             let y = try group.superviseWorker(id: "y")
@@ -49,7 +51,10 @@ import TroupeTestSupport
             #expect(group.ids.isEmpty)
             #expect(group.parent == nil)
             #expect(!root.contains(id: "group"))
-            #expect(groupEvents.lines == ["x escalated to 'root'", "x stopped (supervisor stopped)", "y stopped (supervisor stopped)"])
+            #expect(
+                groupEvents.lines == [
+                    "x escalated to 'root'", "x stopped (supervisor stopped)", "y stopped (supervisor stopped)",
+                ])
             #expect(throws: SupervisionError.supervisorStopped("root/group")) { try group.superviseWorker(id: "z") }
         }
     }
@@ -57,22 +62,24 @@ import TroupeTestSupport
     @Test func anExceededIntensityCanEscalateToTheParent() async throws {
         try await withTestSystem { system in
             let root = Supervisor(system: system, name: "root")
-            let strategy = SupervisionStrategy.oneForOne(intensity: RestartIntensity(maxRestarts: 1, within: .seconds(60), whenExceeded: .escalate))
+            let strategy = SupervisionStrategy.oneForOne(
+                intensity: RestartIntensity(maxRestarts: 1, within: .seconds(60), whenExceeded: .escalate))
             let group = try root.superviseSupervisor(id: "group", strategy: strategy)
             let groupEvents = EventLog(group)
             let x = try group.superviseWorker(id: "x")
             let y = try group.superviseWorker(id: "y")
-            x.tell(.fail("1"))   // restarted by the group
-            x.tell(.fail("2"))   // over the budget: escalated, and the root restarts the group
+            x.tell(.fail("1"))  // restarted by the group
+            x.tell(.fail("2"))  // over the budget: escalated, and the root restarts the group
             #expect(try await x.state().instance == 3)
             #expect(try await y.state().instance == 2)
-            #expect(groupEvents.lines == [
-                "x restarted (failed)",
-                "x intensity exceeded (1 restarts within 60.0 seconds)",
-                "x escalated to 'root'",
-                "x restarted (enclosing supervisor restarted)",
-                "y restarted (enclosing supervisor restarted)",
-            ])
+            #expect(
+                groupEvents.lines == [
+                    "x restarted (failed)",
+                    "x intensity exceeded (1 restarts within 60.0 seconds)",
+                    "x escalated to 'root'",
+                    "x restarted (enclosing supervisor restarted)",
+                    "y restarted (enclosing supervisor restarted)",
+                ])
         }
     }
 
@@ -80,8 +87,9 @@ import TroupeTestSupport
         try await withTestSystem { system in
             let root = Supervisor(system: system, name: "root")
             let middle = try root.superviseSupervisor(id: "middle")
-            let leaf = try middle.superviseSupervisor(id: "leaf", strategy: Self.escalating,
-                                                      policy: ChildPolicy(decider: { _ in .escalate }))
+            let leaf = try middle.superviseSupervisor(
+                id: "leaf", strategy: Self.escalating,
+                policy: ChildPolicy(decider: { _ in .escalate }))
             let sideline = try middle.superviseWorker(id: "sideline")
             let worker = try leaf.superviseWorker(id: "worker")
             #expect(leaf.name == "root/middle/leaf")
@@ -97,13 +105,17 @@ import TroupeTestSupport
         try await withTestSystem { system in
             let root = Supervisor(system: system, name: "root")
             let rootEvents = EventLog(root)
-            let group = try root.superviseSupervisor(id: "group", strategy: Self.escalating,
-                                                     policy: ChildPolicy(decider: { _ in .escalate }))
+            let group = try root.superviseSupervisor(
+                id: "group", strategy: Self.escalating,
+                policy: ChildPolicy(decider: { _ in .escalate }))
             let x = try group.superviseWorker(id: "x")
             x.tell(.fail("x"))
             _ = await x.terminated()
             #expect(group.isStopped)
-            #expect(rootEvents.lines == ["group escalated (top level)", "group stopped (escalated by a top-level supervisor)"])
+            #expect(
+                rootEvents.lines == [
+                    "group escalated (top level)", "group stopped (escalated by a top-level supervisor)",
+                ])
         }
     }
 
@@ -115,7 +127,7 @@ import TroupeTestSupport
             let x = try group.superviseWorker(id: "x")
             try root.link("group", toParent: "db")
             database.tell(.fail("db"))
-            _ = try await database.state()   // the restarts were ordered during db's failure
+            _ = try await database.state()  // the restarts were ordered during db's failure
             #expect(try await x.state().instance == 2)
 
             let allForOne = Supervisor(system: system, strategy: .allForOne(), name: "all")
@@ -131,8 +143,10 @@ import TroupeTestSupport
     @Test func theParentsBackoffDelaysTheFailingActorOfTheGroup() async throws {
         try await withTestSystem { system in
             let delay = Duration.milliseconds(60)
-            let root = Supervisor(system: system, strategy: .oneForOne(backoff: .exponential(initial: delay, maximum: .seconds(1), jitter: 0)),
-                                  name: "root")
+            let root = Supervisor(
+                system: system,
+                strategy: .oneForOne(backoff: .exponential(initial: delay, maximum: .seconds(1), jitter: 0)),
+                name: "root")
             let group = try root.superviseSupervisor(id: "group", strategy: Self.escalating)
             let journal = Journal()
             let x = try group.superviseWorker(id: "x", journal: journal)

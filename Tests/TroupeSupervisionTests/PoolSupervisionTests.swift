@@ -38,7 +38,7 @@ import TroupeTestSupport
     }
 
     @Test func aWholePoolRestartRecreatesEveryMemberAndKeepsTheirMailboxes() async throws {
-        try await withTestSystem(workers: 4) { system in   // three members blocked at once
+        try await withTestSystem(workers: 4) { system in  // three members blocked at once
             let supervisor = Supervisor(system: system)
             let events = EventLog(supervisor)
             let journals = Self.journals(3)
@@ -54,7 +54,9 @@ import TroupeTestSupport
             let states = try await Self.states(pool)
             #expect(states.map(\.instance) == [2, 2, 2])
             for index in 0..<3 {
-                #expect(states[index].handled == (1...10).map { index * 100 + $0 }, "member \(index)'s mailbox went to its new instance")
+                #expect(
+                    states[index].handled == (1...10).map { index * 100 + $0 },
+                    "member \(index)'s mailbox went to its new instance")
             }
             #expect(events.lines == ["pool restarted (restart requested)"])
         }
@@ -86,7 +88,7 @@ import TroupeTestSupport
             await waitUntil("two restarts") { events.count == 2 }
             #expect(try await Self.states(pool).map(\.instance) == [2, 2])
 
-            pool.members[0].tell(.fail("member"))   // a member crash stays inside the pool
+            pool.members[0].tell(.fail("member"))  // a member crash stays inside the pool
             #expect(try await pool.members[0].state().instance == 3)
             #expect(try await sibling.state().instance == 2)
         }
@@ -96,14 +98,17 @@ import TroupeTestSupport
         try await withTestSystem { system in
             let supervisor = Supervisor(system: system)
             let events = EventLog(supervisor)
-            let pool = try supervisor.supervisePool(id: "pool", size: 3, policy: ChildPolicy(decider: { _ in .stop })) { _ in
+            let pool = try supervisor.supervisePool(id: "pool", size: 3, policy: ChildPolicy(decider: { _ in .stop })) {
+                _ in
                 Worker(Journal())
             }
             pool.members[2].tell(.fail("fatal"))
             await waitUntil("every member stopped") { pool.isStopped }
             // `isStopped` turns true as the last member's stop begins; the supervisor hears of
             // it after, and publishes the event after removing the child.
-            await waitUntil("the pool left, and its event") { !supervisor.contains(id: "pool") && !events.lines.isEmpty }
+            await waitUntil("the pool left, and its event") {
+                !supervisor.contains(id: "pool") && !events.lines.isEmpty
+            }
             #expect(events.lines == ["pool stopped (failed)"])
         }
     }
@@ -111,7 +116,8 @@ import TroupeTestSupport
     @Test func unsupervisingAPoolStopsEveryMember() async throws {
         try await withTestSystem { system in
             let supervisor = Supervisor(system: system)
-            let pool = try supervisor.supervisePool(id: "pool", size: 4, routing: .leastLoaded) { _ in Worker(Journal()) }
+            let pool = try supervisor.supervisePool(id: "pool", size: 4, routing: .leastLoaded) { _ in Worker(Journal())
+            }
             try supervisor.unsupervise(id: "pool")
             await waitUntil("every member stopped") { pool.isStopped }
             #expect(supervisor.ids.isEmpty)

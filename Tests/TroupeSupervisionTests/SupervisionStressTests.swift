@@ -135,7 +135,8 @@ import TroupeTestSupport
     @Test func crashStormWithRetryOnceHandlesEveryMessage() async throws {
         try await withTestSystem { system in
             let tally = Tally()
-            let supervisor = Supervisor(system: system, strategy: .oneForOne(intensity: .unlimited, failingMessage: .retryOnce))
+            let supervisor = Supervisor(
+                system: system, strategy: .oneForOne(intensity: .unlimited, failingMessage: .retryOnce))
             tally.observe(system, supervisor)
             let refs = try (0..<Self.children).map { index in
                 try supervisor.supervise(id: "storm-\(index)") { StormActor(tally: tally, failsOnlyWhenUsed: true) }
@@ -170,8 +171,10 @@ import TroupeTestSupport
                     let id = "churn-\((round / 4) % 8)"
                     switch round % 4 {
                     case 0:
-                        if let ref = try? supervisor.supervise(id: id, creation: { StormActor(tally: tally, failsOnlyWhenUsed: false) }) {
-                            ref.tell(2)   // fails (or is dead-lettered if a sibling already removed it)
+                        if let ref = try? supervisor.supervise(
+                            id: id, creation: { StormActor(tally: tally, failsOnlyWhenUsed: false) })
+                        {
+                            ref.tell(2)  // fails (or is dead-lettered if a sibling already removed it)
                             sent.increment()
                         }
                         try? supervisor.link(id, toParent: "stable-\(thread % 2)")
@@ -191,7 +194,9 @@ import TroupeTestSupport
             }
             supervisor.stopAll()
             #expect(supervisor.ids.isEmpty)
-            await waitUntil(timeout: StressScale.drainTimeout, "stable children stopped") { stable.allSatisfy(\.isStopped) }
+            await waitUntil(timeout: StressScale.drainTimeout, "stable children stopped") {
+                stable.allSatisfy(\.isStopped)
+            }
             // Every message is handled or dead-lettered exactly once (failing, or sent to a
             // child already unsupervised: `recipientStopped`).
             await waitUntil(timeout: StressScale.drainTimeout, "every message accounted for") {

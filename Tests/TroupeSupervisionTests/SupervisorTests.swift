@@ -62,7 +62,9 @@ import TroupeTestSupport
             let supervisor = Supervisor(system: system)
             let events = EventLog(supervisor)
             let journal = Journal()
-            let worker = try supervisor.supervise(id: "worker", policy: ChildPolicy(decider: { _ in .stop })) { Worker(journal) }
+            let worker = try supervisor.supervise(id: "worker", policy: ChildPolicy(decider: { _ in .stop })) {
+                Worker(journal)
+            }
             worker.tell(.fail("fatal"))
             let terminated = await worker.terminated()
             #expect(terminated.reason.isFailure)
@@ -85,23 +87,26 @@ import TroupeTestSupport
             await waitUntil("both stopped") { parent.isStopped && child.isStopped }
             #expect(!bystander.isStopped)
             #expect(supervisor.ids == ["bystander"])
-            #expect(events.lines == [
-                "parent escalated (top level)",
-                "parent stopped (escalated by a top-level supervisor)",
-                "child stopped (linked parent 'parent' removed)",
-            ])
+            #expect(
+                events.lines == [
+                    "parent escalated (top level)",
+                    "parent stopped (escalated by a top-level supervisor)",
+                    "child stopped (linked parent 'parent' removed)",
+                ])
         }
     }
 
     @Test func reportFailureAppliesTheStrategyFromOutside() async throws {
         try await withTestSystem { system in
-            let supervisor = Supervisor(system: system, strategy: .oneForOne(decider: { error in
-                (error as? Boom)?.tag == "fatal" ? .stop : .restart
-            }))
+            let supervisor = Supervisor(
+                system: system,
+                strategy: .oneForOne(decider: { error in
+                    (error as? Boom)?.tag == "fatal" ? .stop : .restart
+                }))
             let journal = Journal()
             let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
             worker.tell(.work(1))
-            _ = try await worker.state()   // a requested restart comes before queued messages
+            _ = try await worker.state()  // a requested restart comes before queued messages
             #expect(try supervisor.reportFailure(id: "worker", error: Boom("transient")) == .restart)
             worker.tell(.work(2))
             #expect(try await worker.state() == WorkerState(instance: 2, handled: [2]))
@@ -142,11 +147,12 @@ import TroupeTestSupport
             for ref in refs { states.append(try await ref.state()) }
             #expect(states.map(\.instance) == [2, 2, 2])
             #expect(states.allSatisfy { $0.handled.isEmpty }, "fresh state everywhere")
-            #expect(events.lines == [
-                "b restarted (failed)",
-                "a restarted (sibling 'b' failed)",
-                "c restarted (sibling 'b' failed)",
-            ])
+            #expect(
+                events.lines == [
+                    "b restarted (failed)",
+                    "a restarted (sibling 'b' failed)",
+                    "c restarted (sibling 'b' failed)",
+                ])
             #expect(supervisor.restartCount(of: "a") == 1)
             #expect(supervisor.failureCount(of: "a") == 0)
         }
@@ -160,7 +166,10 @@ import TroupeTestSupport
             refs[1].tell(.fail("b"))
             // Events come after the restarts were ordered: the asks below reach fresh instances.
             await waitUntil("b, c and d restarted") { events.count == 3 }
-            #expect(events.lines == ["b restarted (failed)", "c restarted (sibling 'b' failed)", "d restarted (sibling 'b' failed)"])
+            #expect(
+                events.lines == [
+                    "b restarted (failed)", "c restarted (sibling 'b' failed)", "d restarted (sibling 'b' failed)",
+                ])
             var instances: [Int] = []
             for ref in refs { instances.append(try await ref.state().instance) }
             #expect(instances == [1, 2, 2, 2])
@@ -175,7 +184,10 @@ import TroupeTestSupport
             refs[2].tell(.fail("c"))
             await waitUntil("all stopped") { refs.allSatisfy(\.isStopped) }
             #expect(supervisor.ids.isEmpty)
-            #expect(events.lines == ["c stopped (failed)", "a stopped (sibling 'c' stopped)", "b stopped (sibling 'c' stopped)"])
+            #expect(
+                events.lines == [
+                    "c stopped (failed)", "a stopped (sibling 'c' stopped)", "b stopped (sibling 'c' stopped)",
+                ])
         }
     }
 
@@ -190,12 +202,13 @@ import TroupeTestSupport
             for round in 1...3 { worker.tell(.fail("\(round)")) }
             let terminated = await worker.terminated()
             #expect(terminated.reason.isFailure)
-            #expect(events.lines == [
-                "worker restarted (failed)",
-                "worker restarted (failed)",
-                "worker intensity exceeded (2 restarts within 60.0 seconds)",
-                "worker stopped (restart intensity exceeded)",
-            ])
+            #expect(
+                events.lines == [
+                    "worker restarted (failed)",
+                    "worker restarted (failed)",
+                    "worker intensity exceeded (2 restarts within 60.0 seconds)",
+                    "worker stopped (restart intensity exceeded)",
+                ])
             #expect(!supervisor.contains(id: "worker"))
         }
     }
@@ -209,25 +222,29 @@ import TroupeTestSupport
             worker.tell(.fail("1"))
             worker.tell(.fail("2"))
             _ = await worker.terminated()
-            #expect(events.lines == [
-                "worker restarted (failed)",
-                "worker intensity exceeded (1 restarts within 60.0 seconds)",
-                "worker escalated (top level)",
-                "worker stopped (escalated by a top-level supervisor)",
-            ])
+            #expect(
+                events.lines == [
+                    "worker restarted (failed)",
+                    "worker intensity exceeded (1 restarts within 60.0 seconds)",
+                    "worker escalated (top level)",
+                    "worker stopped (escalated by a top-level supervisor)",
+                ])
         }
     }
 
     @Test func theIntensityWindowSlides() async throws {
         try await withTestSystem { system in
             let window = Duration.milliseconds(100)
-            let supervisor = Supervisor(system: system, strategy: .oneForOne(intensity: RestartIntensity(maxRestarts: 1, within: window)))
+            let supervisor = Supervisor(
+                system: system, strategy: .oneForOne(intensity: RestartIntensity(maxRestarts: 1, within: window)))
             let journal = Journal()
             let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
             worker.tell(.failTimed("1"))
             #expect(try await worker.state().instance == 2)
             let firstFailure = try #require(journal.failureTimes.values.first)
-            await waitUntil("the first restart left the window") { ContinuousClock.now > firstFailure + window + .milliseconds(20) }
+            await waitUntil("the first restart left the window") {
+                ContinuousClock.now > firstFailure + window + .milliseconds(20)
+            }
             worker.tell(.fail("2"))
             #expect(try await worker.state().instance == 3, "one restart within the window again: allowed")
             #expect(supervisor.restartCount(of: "worker") == 2)
@@ -236,7 +253,8 @@ import TroupeTestSupport
 
     @Test func restartsCausedBySiblingsDoNotCountAgainstTheIntensity() async throws {
         try await withTestSystem { system in
-            let supervisor = Supervisor(system: system, strategy: .allForOne(intensity: RestartIntensity(maxRestarts: 2, within: .seconds(60))))
+            let supervisor = Supervisor(
+                system: system, strategy: .allForOne(intensity: RestartIntensity(maxRestarts: 2, within: .seconds(60))))
             let a = try supervisor.superviseWorker(id: "a")
             let b = try supervisor.superviseWorker(id: "b")
             // Each failure of `a` orders b's restart before `a` handles its next message, and
@@ -257,8 +275,9 @@ import TroupeTestSupport
 
     @Test func backoffDelaysGrowAndTheFreshInstanceWaitsThemOut() async throws {
         try await withTestSystem { system in
-            let backoff = RestartBackoff.exponential(initial: .milliseconds(40), maximum: .seconds(1), multiplier: 2, jitter: 0,
-                                                     resetAfter: .seconds(30))
+            let backoff = RestartBackoff.exponential(
+                initial: .milliseconds(40), maximum: .seconds(1), multiplier: 2, jitter: 0,
+                resetAfter: .seconds(30))
             let supervisor = Supervisor(system: system, strategy: .oneForOne(backoff: backoff))
             let events = EventLog(supervisor)
             let journal = Journal()
@@ -266,15 +285,16 @@ import TroupeTestSupport
             let expected: [Duration] = [.milliseconds(40), .milliseconds(80), .milliseconds(160)]
             for round in 1...3 {
                 worker.tell(.failTimed("\(round)"))
-                worker.tell(.work(round))   // waits in the mailbox during the pause
+                worker.tell(.work(round))  // waits in the mailbox during the pause
                 await waitUntil("restart \(round)") { journal.restartTimes.count == round }
             }
             #expect(events.restartDelays == expected)
             let failed = journal.failureTimes.values
             let restarted = journal.restartTimes.values
             for round in 0..<3 {
-                #expect(restarted[round] - failed[round] >= expected[round],
-                        "restart \(round + 1) came \(restarted[round] - failed[round]) after the failure, before its delay")
+                #expect(
+                    restarted[round] - failed[round] >= expected[round],
+                    "restart \(round + 1) came \(restarted[round] - failed[round]) after the failure, before its delay")
             }
             #expect(try await worker.state() == WorkerState(instance: 4, handled: [3]))
             #expect(journal.handled.values == [1, 2, 3], "nothing sent during a pause was lost")
@@ -291,10 +311,12 @@ import TroupeTestSupport
             let worker = try supervisor.supervise(id: "failing") { Worker(failing) }
             let other = try supervisor.supervise(id: "sibling") { Worker(sibling) }
             worker.tell(.failTimed("group"))
-            other.tell(.work(7))   // queued for the sibling's fresh instance, or handled before the restart
+            other.tell(.work(7))  // queued for the sibling's fresh instance, or handled before the restart
             await waitUntil("both restarted") { failing.restartTimes.count == 1 && sibling.restartTimes.count == 1 }
             let failedAt = try #require(failing.failureTimes.values.first)
-            #expect(try #require(sibling.restartTimes.values.first) - failedAt >= delay, "the sibling waited the backoff too")
+            #expect(
+                try #require(sibling.restartTimes.values.first) - failedAt >= delay,
+                "the sibling waited the backoff too")
             #expect(try #require(failing.restartTimes.values.first) - failedAt >= delay)
             #expect(events.restartDelays == [delay, delay])
             #expect(try await other.state().instance == 2)
@@ -305,8 +327,9 @@ import TroupeTestSupport
     @Test func backoffResetsAfterAQuietPeriod() async throws {
         try await withTestSystem { system in
             let quiet = Duration.milliseconds(150)
-            let backoff = RestartBackoff.exponential(initial: .milliseconds(20), maximum: .seconds(1), multiplier: 2, jitter: 0,
-                                                     resetAfter: quiet)
+            let backoff = RestartBackoff.exponential(
+                initial: .milliseconds(20), maximum: .seconds(1), multiplier: 2, jitter: 0,
+                resetAfter: quiet)
             let supervisor = Supervisor(system: system, strategy: .oneForOne(backoff: backoff))
             let events = EventLog(supervisor)
             let journal = Journal()
@@ -315,7 +338,9 @@ import TroupeTestSupport
             worker.tell(.fail("2"))
             await waitUntil("two restarts") { journal.restartTimes.count == 2 }
             let lastRestart = try #require(journal.restartTimes.last)
-            await waitUntil("quiet for longer than resetAfter") { ContinuousClock.now > lastRestart + quiet + .milliseconds(20) }
+            await waitUntil("quiet for longer than resetAfter") {
+                ContinuousClock.now > lastRestart + quiet + .milliseconds(20)
+            }
             worker.tell(.fail("3"))
             await waitUntil("third restart") { journal.restartTimes.count == 3 }
             #expect(events.restartDelays == [.milliseconds(20), .milliseconds(40), .milliseconds(20)])
@@ -323,7 +348,8 @@ import TroupeTestSupport
     }
 
     @Test func backoffDelayFormula() {
-        let backoff = RestartBackoff.exponential(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 3, jitter: 0.5)
+        let backoff = RestartBackoff.exponential(
+            initial: .milliseconds(100), maximum: .seconds(1), multiplier: 3, jitter: 0.5)
         #expect(backoff.delay(forConsecutiveRestart: 1, jitterSample: 0) == .milliseconds(100))
         #expect(backoff.delay(forConsecutiveRestart: 2, jitterSample: 0) == .milliseconds(300))
         #expect(backoff.delay(forConsecutiveRestart: 3, jitterSample: 0) == .milliseconds(900))
@@ -333,7 +359,9 @@ import TroupeTestSupport
         #expect(backoff.resetAfter == .seconds(1), "resetAfter defaults to the maximum")
         for _ in 0..<100 {
             let jittered = backoff.delay(forConsecutiveRestart: 2)
-            #expect(jittered >= .milliseconds(300) && jittered <= .milliseconds(450), "jitter only adds, at most 50%: \(jittered)")
+            #expect(
+                jittered >= .milliseconds(300) && jittered <= .milliseconds(450),
+                "jitter only adds, at most 50%: \(jittered)")
         }
         #expect(RestartBackoff.none.delay(forConsecutiveRestart: 5) == .zero)
     }
@@ -346,7 +374,7 @@ import TroupeTestSupport
             let journal = Journal()
             let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
             worker.tell(.work(1))
-            worker.tell(.failUnlessFresh(2))   // instance 1 has handled 1: fails; instance 2 handles it
+            worker.tell(.failUnlessFresh(2))  // instance 1 has handled 1: fails; instance 2 handles it
             worker.tell(.work(3))
             #expect(try await worker.state() == WorkerState(instance: 2, handled: [2, 3]))
             #expect(journal.handled.values == [1, 2, 3])
@@ -367,9 +395,11 @@ import TroupeTestSupport
 
     @Test func aChildPolicyOverridesTheStrategy() async throws {
         try await withTestSystem { system in
-            let supervisor = Supervisor(system: system)   // dead-letters by default
+            let supervisor = Supervisor(system: system)  // dead-letters by default
             let journal = Journal()
-            let worker = try supervisor.supervise(id: "worker", policy: ChildPolicy(failingMessage: .retryOnce)) { Worker(journal) }
+            let worker = try supervisor.supervise(id: "worker", policy: ChildPolicy(failingMessage: .retryOnce)) {
+                Worker(journal)
+            }
             worker.tell(.work(1))
             worker.tell(.failUnlessFresh(2))
             #expect(try await worker.state().handled == [2])
@@ -387,9 +417,11 @@ import TroupeTestSupport
             worker.tell(.holdThenFail(gate, "while busy"))
             await waitUntil("the handler is blocked") { gate.entered == 1 }
             for value in 1...100 { worker.tell(.work(value)) }
-            gate.open()   // the handler fails now, with 100 messages waiting behind it
+            gate.open()  // the handler fails now, with 100 messages waiting behind it
             let state = try await worker.state()
-            #expect(state == WorkerState(instance: 2, handled: Array(1...100)), "every queued message reached the fresh instance")
+            #expect(
+                state == WorkerState(instance: 2, handled: Array(1...100)),
+                "every queued message reached the fresh instance")
             #expect(journal.handled.values == Array(1...100))
         }
     }
@@ -403,13 +435,14 @@ import TroupeTestSupport
             _ = try await worker.state()
             try supervisor.unsupervise(id: "worker")
             _ = await worker.terminated()
-            #expect(journal.log.values == [
-                "started#1",
-                "willRestart#1 Boom(x)",   // on the old instance
-                "didRestart#2 Boom(x)",    // on the fresh one, which then runs `started` (the default)
-                "started#2",
-                "stopped#2",               // when supervision stops it
-            ])
+            #expect(
+                journal.log.values == [
+                    "started#1",
+                    "willRestart#1 Boom(x)",  // on the old instance
+                    "didRestart#2 Boom(x)",  // on the fresh one, which then runs `started` (the default)
+                    "started#2",
+                    "stopped#2",  // when supervision stops it
+                ])
         }
     }
 

@@ -154,8 +154,10 @@ extension Supervisor {
     /// Supervises a ``Worker`` whose instances share one journal (a creation closure that
     /// made its own journal would hide the restarts).
     @discardableResult
-    func superviseWorker(id: String, journal: Journal = Journal(), options: SpawnOptions = .default,
-                         policy: ChildPolicy = .inherited) throws(SupervisionError) -> ActorRef<Worker.Message> {
+    func superviseWorker(
+        id: String, journal: Journal = Journal(), options: SpawnOptions = .default,
+        policy: ChildPolicy = .inherited
+    ) throws(SupervisionError) -> ActorRef<Worker.Message> {
         try supervise(id: id, options: options, policy: policy) { Worker(journal) }
     }
 }

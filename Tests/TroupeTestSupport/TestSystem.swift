@@ -11,15 +11,16 @@ public func makeTestSystem(
     failureDecider: @escaping FailureDecider = { _ in .stop },
     logger: Logger = quietLogger
 ) -> ActorSystem {
-    ActorSystem(configuration: .init(
-        name: name,
-        workerCount: workers,
-        pinWorkers: false,
-        batchSize: batchSize,
-        askTimeout: askTimeout,
-        failureDecider: failureDecider,
-        logger: logger
-    ))
+    ActorSystem(
+        configuration: .init(
+            name: name,
+            workerCount: workers,
+            pinWorkers: false,
+            batchSize: batchSize,
+            askTimeout: askTimeout,
+            failureDecider: failureDecider,
+            logger: logger
+        ))
 }
 
 /// Runs `body` with a fresh test system and shuts the system down afterwards, also when
@@ -33,8 +34,9 @@ public func withTestSystem(
     logger: Logger = quietLogger,
     _ body: (ActorSystem) async throws -> Void
 ) async throws {
-    let system = makeTestSystem(name: name, workers: workers, batchSize: batchSize, askTimeout: askTimeout,
-                                failureDecider: failureDecider, logger: logger)
+    let system = makeTestSystem(
+        name: name, workers: workers, batchSize: batchSize, askTimeout: askTimeout,
+        failureDecider: failureDecider, logger: logger)
     do {
         try await body(system)
     } catch {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Synchronization
 
@@ -17,10 +17,12 @@ public enum TestThreads {
     public static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
         let job = Unmanaged.passRetained(Job(body)).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { raw in
-            Unmanaged<Job>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, job)
+        let result = pthread_create(
+            &thread, nil,
+            { raw in
+                Unmanaged<Job>.fromOpaque(raw!).takeRetainedValue().body()
+                return nil
+            }, job)
         precondition(result == 0, "pthread_create failed with error \(result)")
         return thread
     }

@@ -45,19 +45,24 @@ func runAllocationGuard(_ results: [Measurement], _ config: BenchConfig) {
         let pass = measured <= entry.limit + entry.tolerance
         if !pass { failures += 1 }
         var verdict = pass ? "ok" : "FAIL (exceeds threshold + tolerance)"
-        if pass && entry.limit >= 0.5 && measured < entry.limit * 0.5 { verdict = "ok (well below: consider lowering the threshold)" }
+        if pass && entry.limit >= 0.5 && measured < entry.limit * 0.5 {
+            verdict = "ok (well below: consider lowering the threshold)"
+        }
         lines.append([key, fixed(measured, 4), fixed(entry.limit, 4), fixed(entry.tolerance, 4), verdict])
     }
     let widths = (0..<5).map { column in lines.map { $0[column].count }.max()! }
     for line in lines {
         print(line.enumerated().map { pad($0.element, widths[$0.offset]) }.joined(separator: "  "))
     }
-    let unmeasured = thresholds.keys.filter { key in !results.contains { "\($0.workload.rawValue)/\($0.system)" == key } }
+    let unmeasured = thresholds.keys.filter { key in !results.contains { "\($0.workload.rawValue)/\($0.system)" == key }
+    }
     if !unmeasured.isEmpty && config.filters.isEmpty {
         print("note: thresholds without a row (renamed or removed?): \(unmeasured.sorted().joined(separator: ", "))")
     }
     if failures > 0 {
-        printError("troupe-bench: ALLOCATION GUARD FAILED: \(failures) row(s) allocate more than their threshold (\(config.checkAllocationsFile!))")
+        printError(
+            "troupe-bench: ALLOCATION GUARD FAILED: \(failures) row(s) allocate more than their threshold (\(config.checkAllocationsFile!))"
+        )
         exit(1)
     }
     print("allocation guard: all \(results.count) rows within their thresholds")
@@ -71,7 +76,9 @@ private func recordAllocations(_ results: [Measurement], path: String) {
         let measured = m.allocationsPerMessage
         let limit = (measured * 10_000).rounded(.up) / 10_000
         let tolerance = ((measured * 0.25 + 0.002) * 10_000).rounded(.up) / 10_000
-        entries.append("    \(jsonString("\(m.workload.rawValue)/\(m.system)")): {\"allocs_per_msg\": \(limit), \"tolerance\": \(tolerance)}")
+        entries.append(
+            "    \(jsonString("\(m.workload.rawValue)/\(m.system)")): {\"allocs_per_msg\": \(limit), \"tolerance\": \(tolerance)}"
+        )
         print("\(m.workload.rawValue)/\(m.system): \(fixed(measured, 4)) allocs/\(m.unit)")
     }
     let text = """
@@ -141,7 +148,9 @@ enum JSONValue {
         var parser = Parser(bytes: Array(text.utf8))
         let value = try parser.value()
         parser.skipSpace()
-        guard parser.index == parser.bytes.count else { throw JSONError(message: "trailing characters at byte \(parser.index)") }
+        guard parser.index == parser.bytes.count else {
+            throw JSONError(message: "trailing characters at byte \(parser.index)")
+        }
         return value
     }
 
@@ -220,7 +229,9 @@ enum JSONValue {
 
         /// A string without escapes other than \" and \\ (all this file format needs).
         mutating func string() throws(JSONError) -> String {
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw JSONError(message: "expected a string at byte \(index)") }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw JSONError(message: "expected a string at byte \(index)")
+            }
             index += 1
             var out: [UInt8] = []
             while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {

@@ -60,54 +60,78 @@ struct BenchConfig: Sendable {
     /// 10–100× slower (AsyncStream, queue.async): rates are per unit, so rows stay comparable,
     /// and a full run stays near three minutes.
     var sizes: [Workload: SizeSpec] = [
-        .pingPong: SizeSpec(troupe: 2_000_000, native: 10_000_000, dispatch: 100_000, quick: 10_000, guardSize: 200_000,
-                            meaning: "round trips"),
-        .counting: SizeSpec(troupe: 10_000_000, native: 10_000_000, dispatch: 1_000_000, quick: 50_000, guardSize: 1_000_000,
-                            meaning: "increments", secondary: "AsyncStream row: native ÷ 10"),
-        .threadRing: SizeSpec(troupe: 5_000_000, native: 5_000_000, dispatch: 200_000, quick: 20_000, guardSize: 500_000,
-                              meaning: "hops", secondary: "AsyncStream row: native ÷ 20"),
-        .chameneos: SizeSpec(troupe: 1_000_000, native: 200_000, dispatch: 100_000, quick: 5_000, guardSize: 100_000,
-                             meaning: "meetings"),
-        .big: SizeSpec(troupe: 20_000, native: 20_000, dispatch: 1_000, quick: 100, guardSize: 2_000,
-                       meaning: "pings per actor"),
-        .forkJoinThroughput: SizeSpec(troupe: 50_000, native: 100_000, dispatch: 10_000, quick: 500, guardSize: 10_000,
-                                      meaning: "messages per actor"),
-        .forkJoinCreation: SizeSpec(troupe: 500_000, native: 1_000_000, dispatch: 100_000, quick: 5_000, guardSize: 50_000,
-                                    meaning: "actors"),
-        .fibonacci: SizeSpec(troupe: 27, native: 29, dispatch: 22, quick: 15, guardSize: 20,
-                             meaning: "n of fib(n)", secondary: "async let row: n − 3"),
-        .fanIn: SizeSpec(troupe: 1_000_000, native: 1_000_000, dispatch: 100_000, quick: 10_000, guardSize: 100_000,
-                         meaning: "messages per producer", secondary: "AsyncStream row: native ÷ 10"),
-        .spawn: SizeSpec(troupe: 200_000, native: 500_000, dispatch: 100_000, quick: 5_000, guardSize: 50_000,
-                         meaning: "actors"),
-        .pingPongLatency: SizeSpec(troupe: 500_000, native: 500_000, dispatch: 50_000, quick: 5_000, guardSize: 50_000,
-                                   meaning: "round trips"),
-        .askLatency: SizeSpec(troupe: 200_000, native: 1_000_000, dispatch: 50_000, quick: 2_000, guardSize: 20_000,
-                              meaning: "asks", secondary: "ask from a task, askBlocking: Troupe ÷ 4"),
-        .idleCPU: SizeSpec(troupe: 1_000, native: 1_000, dispatch: 1_000, quick: 1_000, guardSize: 0, meaning: "actors"),
-        .memoryPerIdleActor: SizeSpec(troupe: 100_000, native: 100_000, dispatch: 100_000, quick: 10_000, guardSize: 0,
-                                      meaning: "actors"),
-        .pool: SizeSpec(troupe: 2_000_000, native: 2_000_000, dispatch: 2_000_000, quick: 10_000, guardSize: 200_000,
-                        meaning: "messages told (broadcast: each to every member)"),
-        .poolSkew: SizeSpec(troupe: 200_000, native: 200_000, dispatch: 200_000, quick: 2_000, guardSize: 20_000,
-                            meaning: "messages"),
-        .promiseCreate: SizeSpec(troupe: 1_000_000, native: 1_000_000, dispatch: 1_000_000, quick: 10_000, guardSize: 100_000,
-                                 meaning: "promises"),
-        .promiseAsk: SizeSpec(troupe: 200_000, native: 200_000, dispatch: 200_000, quick: 2_000, guardSize: 20_000,
-                              meaning: "asks"),
-        .pubSubFanOut: SizeSpec(troupe: 2_000, native: 2_000, dispatch: 2_000, quick: 20, guardSize: 200,
-                                meaning: "publications"),
-        .restart: SizeSpec(troupe: 200_000, native: 1_000_000, dispatch: 0, quick: 2_000, guardSize: 20_000,
-                           meaning: "restarts (spawn+stop: actors, ÷ 2; native: actors created)",
-                           secondary: "spawn+stop row: Troupe ÷ 2"),
-        .timersArmCancel: SizeSpec(troupe: 1_000_000, native: 1_000_000, dispatch: 0, quick: 10_000, guardSize: 100_000,
-                                   meaning: "start+cancel pairs"),
-        .timersLateness: SizeSpec(troupe: 10_000, native: 10_000, dispatch: 0, quick: 1_000, guardSize: 0,
-                                  meaning: "single timers"),
-        .timersMemory: SizeSpec(troupe: 100_000, native: 100_000, dispatch: 0, quick: 10_000, guardSize: 0,
-                                meaning: "timers"),
-        .timersIdleCPU: SizeSpec(troupe: 100_000, native: 100_000, dispatch: 0, quick: 10_000, guardSize: 0,
-                                 meaning: "timers"),
+        .pingPong: SizeSpec(
+            troupe: 2_000_000, native: 10_000_000, dispatch: 100_000, quick: 10_000, guardSize: 200_000,
+            meaning: "round trips"),
+        .counting: SizeSpec(
+            troupe: 10_000_000, native: 10_000_000, dispatch: 1_000_000, quick: 50_000, guardSize: 1_000_000,
+            meaning: "increments", secondary: "AsyncStream row: native ÷ 10"),
+        .threadRing: SizeSpec(
+            troupe: 5_000_000, native: 5_000_000, dispatch: 200_000, quick: 20_000, guardSize: 500_000,
+            meaning: "hops", secondary: "AsyncStream row: native ÷ 20"),
+        .chameneos: SizeSpec(
+            troupe: 1_000_000, native: 200_000, dispatch: 100_000, quick: 5_000, guardSize: 100_000,
+            meaning: "meetings"),
+        .big: SizeSpec(
+            troupe: 20_000, native: 20_000, dispatch: 1_000, quick: 100, guardSize: 2_000,
+            meaning: "pings per actor"),
+        .forkJoinThroughput: SizeSpec(
+            troupe: 50_000, native: 100_000, dispatch: 10_000, quick: 500, guardSize: 10_000,
+            meaning: "messages per actor"),
+        .forkJoinCreation: SizeSpec(
+            troupe: 500_000, native: 1_000_000, dispatch: 100_000, quick: 5_000, guardSize: 50_000,
+            meaning: "actors"),
+        .fibonacci: SizeSpec(
+            troupe: 27, native: 29, dispatch: 22, quick: 15, guardSize: 20,
+            meaning: "n of fib(n)", secondary: "async let row: n − 3"),
+        .fanIn: SizeSpec(
+            troupe: 1_000_000, native: 1_000_000, dispatch: 100_000, quick: 10_000, guardSize: 100_000,
+            meaning: "messages per producer", secondary: "AsyncStream row: native ÷ 10"),
+        .spawn: SizeSpec(
+            troupe: 200_000, native: 500_000, dispatch: 100_000, quick: 5_000, guardSize: 50_000,
+            meaning: "actors"),
+        .pingPongLatency: SizeSpec(
+            troupe: 500_000, native: 500_000, dispatch: 50_000, quick: 5_000, guardSize: 50_000,
+            meaning: "round trips"),
+        .askLatency: SizeSpec(
+            troupe: 200_000, native: 1_000_000, dispatch: 50_000, quick: 2_000, guardSize: 20_000,
+            meaning: "asks", secondary: "ask from a task, askBlocking: Troupe ÷ 4"),
+        .idleCPU: SizeSpec(
+            troupe: 1_000, native: 1_000, dispatch: 1_000, quick: 1_000, guardSize: 0, meaning: "actors"),
+        .memoryPerIdleActor: SizeSpec(
+            troupe: 100_000, native: 100_000, dispatch: 100_000, quick: 10_000, guardSize: 0,
+            meaning: "actors"),
+        .pool: SizeSpec(
+            troupe: 2_000_000, native: 2_000_000, dispatch: 2_000_000, quick: 10_000, guardSize: 200_000,
+            meaning: "messages told (broadcast: each to every member)"),
+        .poolSkew: SizeSpec(
+            troupe: 200_000, native: 200_000, dispatch: 200_000, quick: 2_000, guardSize: 20_000,
+            meaning: "messages"),
+        .promiseCreate: SizeSpec(
+            troupe: 1_000_000, native: 1_000_000, dispatch: 1_000_000, quick: 10_000, guardSize: 100_000,
+            meaning: "promises"),
+        .promiseAsk: SizeSpec(
+            troupe: 200_000, native: 200_000, dispatch: 200_000, quick: 2_000, guardSize: 20_000,
+            meaning: "asks"),
+        .pubSubFanOut: SizeSpec(
+            troupe: 2_000, native: 2_000, dispatch: 2_000, quick: 20, guardSize: 200,
+            meaning: "publications"),
+        .restart: SizeSpec(
+            troupe: 200_000, native: 1_000_000, dispatch: 0, quick: 2_000, guardSize: 20_000,
+            meaning: "restarts (spawn+stop: actors, ÷ 2; native: actors created)",
+            secondary: "spawn+stop row: Troupe ÷ 2"),
+        .timersArmCancel: SizeSpec(
+            troupe: 1_000_000, native: 1_000_000, dispatch: 0, quick: 10_000, guardSize: 100_000,
+            meaning: "start+cancel pairs"),
+        .timersLateness: SizeSpec(
+            troupe: 10_000, native: 10_000, dispatch: 0, quick: 1_000, guardSize: 0,
+            meaning: "single timers"),
+        .timersMemory: SizeSpec(
+            troupe: 100_000, native: 100_000, dispatch: 0, quick: 10_000, guardSize: 0,
+            meaning: "timers"),
+        .timersIdleCPU: SizeSpec(
+            troupe: 100_000, native: 100_000, dispatch: 0, quick: 10_000, guardSize: 0,
+            meaning: "timers"),
     ]
 
     /// The size of `workload` for a row of `family`.
@@ -131,7 +155,9 @@ struct BenchConfig: Sendable {
     /// workload's name selects that workload only; "=Workload/System" selects one row; anything
     /// else matches workload or system names as a case-insensitive substring.
     func includes(_ workload: Workload, system: String) -> Bool {
-        if allocationGuard && (!system.hasPrefix(BenchSystem.troupePrefix) || workload.excludedFromAllocationGuard) { return false }
+        if allocationGuard && (!system.hasPrefix(BenchSystem.troupePrefix) || workload.excludedFromAllocationGuard) {
+            return false
+        }
         if filters.isEmpty { return true }
         let workloadName = workload.rawValue.lowercased()
         let systemName = system.lowercased()
@@ -182,7 +208,9 @@ struct BenchConfig: Sendable {
             case "--filter": config.filters.append(value(for: argument))
             case "--runs":
                 let text = value(for: argument)
-                guard let runs = Int(text), runs >= 1 else { usageError("--runs needs a positive integer, got '\(text)'") }
+                guard let runs = Int(text), runs >= 1 else {
+                    usageError("--runs needs a positive integer, got '\(text)'")
+                }
                 config.runs = runs
             case "--no-warmup": config.warmUp = false
             case "--baseline-full": config.baselineFull = true
@@ -220,7 +248,9 @@ struct BenchConfig: Sendable {
             config.warmUp = true
             config.runs = max(config.runs, 3)
         }
-        let anyRow = Workload.allCases.contains { workload in BenchSystem.all.contains { config.includes(workload, system: $0) } }
+        let anyRow = Workload.allCases.contains { workload in
+            BenchSystem.all.contains { config.includes(workload, system: $0) }
+        }
         if !anyRow {
             usageError("--filter \(config.filters.joined(separator: ", ")) matches no row")
         }

@@ -4,7 +4,7 @@ import Dispatch
 
 /// An actor made of a serial queue and its state. `state` is touched only by blocks running on
 /// `queue` (and before the first `tell`, by its creator).
-final class QueueActor<State>: @unchecked Sendable {  // `state` is only touched on the serial `queue`, which orders every access
+final class QueueActor<State>: @unchecked Sendable {  // `state` is touched only on `queue`
     let queue: DispatchQueue
     var state: State
 

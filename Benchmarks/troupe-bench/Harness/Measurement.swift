@@ -25,7 +25,8 @@ struct LatencySummary: Sendable {
 
 /// A histogram for round-trip times in nanoseconds: 1 ns to 100 s, 3 significant digits.
 func makeLatencyHistogram() -> Histogram<UInt64> {
-    Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 100_000_000_000, numberOfSignificantValueDigits: .three)
+    Histogram<UInt64>(
+        lowestDiscernibleValue: 1, highestTrackableValue: 100_000_000_000, numberOfSignificantValueDigits: .three)
 }
 
 /// One benchmark result.
@@ -58,8 +59,10 @@ struct Measurement: Sendable {
     /// actors), singular and plural.
     var unitOverride: (singular: String, plural: String)?
 
-    init(workload: Workload, system: String, messages: Int, seconds: Double, allocations: UInt64,
-         note: String = "", cpuSeconds: Double? = nil, heapBytes: Int? = nil, latency: LatencySummary? = nil) {
+    init(
+        workload: Workload, system: String, messages: Int, seconds: Double, allocations: UInt64,
+        note: String = "", cpuSeconds: Double? = nil, heapBytes: Int? = nil, latency: LatencySummary? = nil
+    ) {
         self.workload = workload
         self.system = system
         self.messages = messages
@@ -137,8 +140,10 @@ struct PeakWindow {
 /// resident-set high-water mark over the measured runs (set-up included), after returning free
 /// heap to the kernel. `run` gets the size and verifies its own result (see `verify`).
 /// `divisor` shrinks the size for a slow secondary form (never below the quick size).
-func benchmark(_ config: BenchConfig, _ workload: Workload, system: String, family: SizeFamily, divisor: Int = 1,
-               _ run: (Int) -> Measurement) -> Measurement? {
+func benchmark(
+    _ config: BenchConfig, _ workload: Workload, system: String, family: SizeFamily, divisor: Int = 1,
+    _ run: (Int) -> Measurement
+) -> Measurement? {
     guard config.includes(workload, system: system) else { return nil }
     let full = config.size(workload, family)
     let size = divisor == 1 || config.quick ? full : max(full / divisor, min(full, config.sizes[workload]!.quick))
@@ -167,8 +172,10 @@ func benchmark(_ config: BenchConfig, _ workload: Workload, system: String, fami
 /// IdleCPU: `makeActors` creates (and warms up) `config.idleActors` actors; they are kept
 /// alive while the thread sleeps `config.idleSeconds`; the process CPU time of that window is
 /// reported.
-func measureIdleCPU<Actors>(_ config: BenchConfig, system: String, note: String = "",
-                            makeActors: (Int) -> Actors) -> Measurement? {
+func measureIdleCPU<Actors>(
+    _ config: BenchConfig, system: String, note: String = "",
+    makeActors: (Int) -> Actors
+) -> Measurement? {
     guard config.includes(.idleCPU, system: system) else { return nil }
     progress("\(Workload.idleCPU.rawValue) / \(system)")
     let peakWindow = PeakWindow()
@@ -181,16 +188,19 @@ func measureIdleCPU<Actors>(_ config: BenchConfig, system: String, note: String 
     let cpuSeconds = CBenchSupport_process_cpu_seconds() - cpuAtStart
     withExtendedLifetime(actors) {}
     verify(cpuSeconds >= 0, "\(Workload.idleCPU.rawValue) / \(system): getrusage failed")
-    var m = Measurement(workload: .idleCPU, system: system, messages: config.idleActors,
-                        seconds: seconds, allocations: allocations, note: note, cpuSeconds: cpuSeconds)
+    var m = Measurement(
+        workload: .idleCPU, system: system, messages: config.idleActors,
+        seconds: seconds, allocations: allocations, note: note, cpuSeconds: cpuSeconds)
     peakWindow.close(&m)
     return m
 }
 
 /// MemoryPerIdleActor: creates `config.memoryActors` actors with `makeActor` (called with the
 /// index) and keeps them alive in a pre-sized array, so only the actors show in the heap growth.
-func measureMemoryPerActor<Actor>(_ config: BenchConfig, system: String, note: String = "",
-                                  makeActor: (Int) -> Actor) -> Measurement? {
+func measureMemoryPerActor<Actor>(
+    _ config: BenchConfig, system: String, note: String = "",
+    makeActor: (Int) -> Actor
+) -> Measurement? {
     guard config.includes(.memoryPerIdleActor, system: system) else { return nil }
     progress("\(Workload.memoryPerIdleActor.rawValue) / \(system)")
     let peakWindow = PeakWindow()
@@ -204,11 +214,14 @@ func measureMemoryPerActor<Actor>(_ config: BenchConfig, system: String, note: S
     }
     let (seconds, allocations) = stopwatch.stop()
     let heapAtEnd = CBenchSupport_heap_in_use()
-    verify(actors.count == count, "\(Workload.memoryPerIdleActor.rawValue) / \(system): created \(actors.count) actors, expected \(count)")
-    var m = Measurement(workload: .memoryPerIdleActor, system: system, messages: count,
-                        seconds: seconds, allocations: allocations,
-                        note: "\(fixed(Double(allocations) / Double(count), 2)) allocs/actor" + (note.isEmpty ? "" : "; \(note)"),
-                        heapBytes: heapAtEnd - heapAtStart)  // size_t imports as Int
+    verify(
+        actors.count == count,
+        "\(Workload.memoryPerIdleActor.rawValue) / \(system): created \(actors.count) actors, expected \(count)")
+    var m = Measurement(
+        workload: .memoryPerIdleActor, system: system, messages: count,
+        seconds: seconds, allocations: allocations,
+        note: "\(fixed(Double(allocations) / Double(count), 2)) allocs/actor" + (note.isEmpty ? "" : "; \(note)"),
+        heapBytes: heapAtEnd - heapAtStart)  // size_t imports as Int
     peakWindow.close(&m)
     withExtendedLifetime(actors) {}
     return m
@@ -224,8 +237,10 @@ func verify(_ condition: Bool, _ message: @autoclosure () -> String) {
 }
 
 /// `verify(actual == expected)` with a uniform message.
-func verifyEqual<T: Equatable>(_ actual: T, _ expected: T, _ workload: Workload, _ system: String,
-                               _ what: String = "result") {
+func verifyEqual<T: Equatable>(
+    _ actual: T, _ expected: T, _ workload: Workload, _ system: String,
+    _ what: String = "result"
+) {
     verify(actual == expected, "\(workload.rawValue) / \(system): \(what) is \(actual), expected \(expected)")
 }
 

@@ -51,13 +51,19 @@ func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] 
         let minimum = m.workload.isOneWay ? 20.0 : 1.0
         let ratio = ratioToNative(m, baseline: baseline)
         let what = m.workload.kind == .latency ? " (p50)" : ""
-        checks.append(TargetCheck(figure: ratio.map { "\(fixed($0, 2))× native\(what)" } ?? "no native row",
-                                  goal: "≥ \(fixed(minimum, 1))×", pass: ratio.map { $0 >= minimum }))
+        checks.append(
+            TargetCheck(
+                figure: ratio.map { "\(fixed($0, 2))× native\(what)" } ?? "no native row",
+                goal: "≥ \(fixed(minimum, 1))×", pass: ratio.map { $0 >= minimum }))
         // For context only: the same ratio against Swift's one-way form, where it was measured.
-        if m.workload.isOneWay, let oneWay = results.first(where: { $0.workload == m.workload && $0.system == oneWayNativeSystem }) {
+        if m.workload.isOneWay,
+            let oneWay = results.first(where: { $0.workload == m.workload && $0.system == oneWayNativeSystem })
+        {
             let ratio = m.messagesPerSecond / oneWay.messagesPerSecond
-            checks.append(TargetCheck(figure: "\(fixed(ratio, 1))× one-way native (AsyncStream; context)",
-                                      goal: "≥ 20.0×", pass: ratio >= 20))
+            checks.append(
+                TargetCheck(
+                    figure: "\(fixed(ratio, 1))× one-way native (AsyncStream; context)",
+                    goal: "≥ 20.0×", pass: ratio >= 20))
         }
     }
     let allocationCheck = TargetCheck(
@@ -66,14 +72,18 @@ func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] 
         pass: m.allocationsPerMessage < amortizedZeroAllocationsPerMessage)
     switch m.workload {
     case .counting:
-        checks.append(TargetCheck(figure: "\(rate(m.messagesPerSecond)) msg/s", goal: "≥ 50 M msg/s",
-                                  pass: m.messagesPerSecond >= 50e6))
+        checks.append(
+            TargetCheck(
+                figure: "\(rate(m.messagesPerSecond)) msg/s", goal: "≥ 50 M msg/s",
+                pass: m.messagesPerSecond >= 50e6))
         checks.append(allocationCheck)
     case .fanIn, .pubSubFanOut:
         checks.append(allocationCheck)
     case .spawn:
-        checks.append(TargetCheck(figure: "\(fixed(m.nanosecondsPerMessage, 1)) ns/actor",
-                                  goal: "≤ \(Int(spawnTargetNanoseconds)) ns", pass: m.nanosecondsPerMessage <= spawnTargetNanoseconds))
+        checks.append(
+            TargetCheck(
+                figure: "\(fixed(m.nanosecondsPerMessage, 1)) ns/actor",
+                goal: "≤ \(Int(spawnTargetNanoseconds)) ns", pass: m.nanosecondsPerMessage <= spawnTargetNanoseconds))
     case .idleCPU:
         let percent = m.cpuPercentOfOneCore ?? .nan
         checks.append(TargetCheck(figure: "\(fixed(percent, 3)) % core", goal: "≤ 1 % of one core", pass: percent <= 1))
@@ -82,21 +92,26 @@ func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] 
         checks.append(TargetCheck(figure: "\(fixed(bytes, 1)) B/actor", goal: "≤ 256 B/actor", pass: bytes <= 256))
     case .restart where m.system != restartBaselineSystem:
         let base = results.first { $0.workload == .restart && $0.system == restartBaselineSystem }
-        checks.append(TargetCheck(
-            figure: "\(fixed(m.nanosecondsPerMessage, 1)) ns/restart vs "
-                + (base.map { "\(fixed($0.nanosecondsPerMessage, 1)) ns spawn+stop" } ?? "no spawn+stop row"),
-            goal: "restart ≤ spawn+stop", pass: base.map { m.nanosecondsPerMessage <= $0.nanosecondsPerMessage }))
+        checks.append(
+            TargetCheck(
+                figure: "\(fixed(m.nanosecondsPerMessage, 1)) ns/restart vs "
+                    + (base.map { "\(fixed($0.nanosecondsPerMessage, 1)) ns spawn+stop" } ?? "no spawn+stop row"),
+                goal: "restart ≤ spawn+stop", pass: base.map { m.nanosecondsPerMessage <= $0.nanosecondsPerMessage }))
     case .timersLateness:
         let p99 = m.latency?.p99 ?? .max
-        checks.append(TargetCheck(figure: "p99 late \(microseconds(p99))",
-                                  goal: "≤ 1 ms on an idle machine", pass: p99 <= timerLatenessP99TargetNanoseconds))
+        checks.append(
+            TargetCheck(
+                figure: "p99 late \(microseconds(p99))",
+                goal: "≤ 1 ms on an idle machine", pass: p99 <= timerLatenessP99TargetNanoseconds))
     case .timersMemory:
         // A heap that shrank over the window means other work freed memory meanwhile: no verdict.
         let bytes = m.bytesPerUnit ?? .nan
         let valid = bytes > 0
-        checks.append(TargetCheck(figure: valid ? "\(fixed(bytes, 1)) B/timer" : "\(fixed(bytes, 1)) B/timer (heap shrank: invalid)",
-                                  goal: "≤ \(Int(timerMemoryTargetBytes)) B/timer",
-                                  pass: valid ? bytes <= timerMemoryTargetBytes : nil))
+        checks.append(
+            TargetCheck(
+                figure: valid ? "\(fixed(bytes, 1)) B/timer" : "\(fixed(bytes, 1)) B/timer (heap shrank: invalid)",
+                goal: "≤ \(Int(timerMemoryTargetBytes)) B/timer",
+                pass: valid ? bytes <= timerMemoryTargetBytes : nil))
     case .timersIdleCPU:
         let percent = m.cpuPercentOfOneCore ?? .nan
         checks.append(TargetCheck(figure: "\(fixed(percent, 3)) % core", goal: "≤ 1 % of one core", pass: percent <= 1))
@@ -113,25 +128,30 @@ func printHeader(_ config: BenchConfig, arguments: [String]) {
     func emit(_ text: String) {
         if config.json { printError(text) } else { print(text) }
     }
-    let mode = config.allocationGuard ? "ALLOCATION GUARD (Troupe rows at guard sizes; counts only)"
+    let mode =
+        config.allocationGuard
+        ? "ALLOCATION GUARD (Troupe rows at guard sizes; counts only)"
         : config.quick ? "QUICK run (small sizes; results verified, figures not representative)" : "full run"
     emit("troupe-bench — \(mode)")
     #if DEBUG
-    emit("WARNING: debug build; build with -c release for meaningful figures")
+        emit("WARNING: debug build; build with -c release for meaningful figures")
     #endif
     emit("command: troupe-bench \(arguments.joined(separator: " "))")
     emit("machine: nproc=\(sysconf(Int32(_SC_NPROCESSORS_ONLN))), \(cpuModel()), uname: \(unameString())")
     emit("date:    \(utcDate()); load average at start: \(loadAverage())")
-    emit("params:  sizes as Troupe / Swift native / Dispatch" + (config.quick || config.allocationGuard ? " (one size for all)" : "")
-        + "; best of \(config.runs) run(s)" + (config.warmUp ? " after a small warm-up" : ", no warm-up")
-        + (config.filters.isEmpty ? "" : "; filter: \(config.filters.joined(separator: ", "))"))
+    emit(
+        "params:  sizes as Troupe / Swift native / Dispatch"
+            + (config.quick || config.allocationGuard ? " (one size for all)" : "")
+            + "; best of \(config.runs) run(s)" + (config.warmUp ? " after a small warm-up" : ", no warm-up")
+            + (config.filters.isEmpty ? "" : "; filter: \(config.filters.joined(separator: ", "))"))
     for workload in Workload.allCases {
         let spec = config.sizes[workload]!
         let sizes: String
         if config.quick || config.allocationGuard {
             sizes = grouped(config.size(workload, .troupe))
         } else {
-            sizes = [SizeFamily.troupe, .native, .dispatch].map { grouped(config.size(workload, $0)) }.joined(separator: " / ")
+            sizes = [SizeFamily.troupe, .native, .dispatch].map { grouped(config.size(workload, $0)) }.joined(
+                separator: " / ")
         }
         var fixedPart = ""
         switch workload {
@@ -147,15 +167,22 @@ func printHeader(_ config: BenchConfig, arguments: [String]) {
         case .timersArmCancel:
             fixedPart = "\(grouped(config.activeTimers)) other timers active (\(config.timersPerActor) per actor); "
         case .timersLateness:
-            fixedPart = "deadlines uniform over \(fixed(config.latenessWindow.from, 2))–\(fixed(config.latenessWindow.to, 2)) s after arming; "
+            fixedPart =
+                "deadlines uniform over \(fixed(config.latenessWindow.from, 2))–\(fixed(config.latenessWindow.to, 2)) s after arming; "
         case .timersMemory:
-            emit("         \(pad(workload.rawValue, 19)) \(grouped(config.activeTimers)) timers armed 1–2 h ahead, \(config.timersPerActor) per actor (second row: 1 per actor)")
+            emit(
+                "         \(pad(workload.rawValue, 19)) \(grouped(config.activeTimers)) timers armed 1–2 h ahead, \(config.timersPerActor) per actor (second row: 1 per actor)"
+            )
             continue
         case .timersIdleCPU:
-            emit("         \(pad(workload.rawValue, 19)) \(grouped(config.activeTimers)) timers armed 1–2 h ahead, idle for \(fixed(config.idleSeconds, 1)) s")
+            emit(
+                "         \(pad(workload.rawValue, 19)) \(grouped(config.activeTimers)) timers armed 1–2 h ahead, idle for \(fixed(config.idleSeconds, 1)) s"
+            )
             continue
         case .idleCPU:
-            emit("         \(pad(workload.rawValue, 19)) \(grouped(config.idleActors)) actors idle for \(fixed(config.idleSeconds, 1)) s")
+            emit(
+                "         \(pad(workload.rawValue, 19)) \(grouped(config.idleActors)) actors idle for \(fixed(config.idleSeconds, 1)) s"
+            )
             continue
         case .memoryPerIdleActor:
             emit("         \(pad(workload.rawValue, 19)) \(grouped(config.memoryActors)) actors")
@@ -194,7 +221,8 @@ private func peakText(_ m: Measurement) -> String {
 private func resultText(_ m: Measurement) -> String {
     if let latency = m.latency {
         if m.workload.kind == .lateness {
-            return "late p50 \(microseconds(latency.p50)) · p99 \(microseconds(latency.p99)) · p99.9 \(microseconds(latency.p999))"
+            return
+                "late p50 \(microseconds(latency.p50)) · p99 \(microseconds(latency.p99)) · p99.9 \(microseconds(latency.p999))"
                 + " · max \(microseconds(latency.max))"
         }
         return "p50 \(duration(latency.p50)) · p99 \(duration(latency.p99)) · p99.9 \(duration(latency.p999))"
@@ -207,20 +235,29 @@ private func resultText(_ m: Measurement) -> String {
 }
 
 private func printTable(_ results: [Measurement]) {
-    let header = ["Workload", "System", "size", "msgs/s", "ns/msg", "× native", "allocs/msg", "peak RSS", "Result", "Target", "Note"]
+    let header = [
+        "Workload", "System", "size", "msgs/s", "ns/msg", "× native", "allocs/msg", "peak RSS", "Result", "Target",
+        "Note",
+    ]
     let rightAligned: Set<Int> = [2, 3, 4, 5, 6, 7]
     var rows: [[String]] = []
     var previousWorkload: Workload?
     for m in results {
         let base = baseline(for: m, in: results)
         let checks = targetChecks(m, in: results)
-        var cells = [m.workload == previousWorkload ? "" : m.workload.rawValue, m.system,
-                     "\(grouped(m.messages)) \(m.unitPlural)"]
+        var cells = [
+            m.workload == previousWorkload ? "" : m.workload.rawValue, m.system,
+            "\(grouped(m.messages)) \(m.unitPlural)",
+        ]
         previousWorkload = m.workload
         if m.hasRate {
-            let ratio = m.system == BenchSystem.swiftNative ? "1.00×"
+            let ratio =
+                m.system == BenchSystem.swiftNative
+                ? "1.00×"
                 : ratioToNative(m, baseline: base).map { fixed($0, 2) + "×" } ?? "n/a"
-            cells += [rate(m.messagesPerSecond), fixed(m.nanosecondsPerMessage, 1), ratio, fixed(m.allocationsPerMessage, 4)]
+            cells += [
+                rate(m.messagesPerSecond), fixed(m.nanosecondsPerMessage, 1), ratio, fixed(m.allocationsPerMessage, 4),
+            ]
         } else {
             cells += ["", "", "", fixed(m.allocationsPerMessage, 2)]
         }
@@ -256,7 +293,8 @@ private func printTable(_ results: [Measurement]) {
         print(line(row))
     }
     print("")
-    print("""
+    print(
+        """
         msgs/s, ns/msg: per unit of the workload (size column): PingPong a round trip (2 messages), \
         ThreadRing a hop, Chameneos a meeting (4 messages), Big a ping answered by a pong, Fibonacci/ForkJoinCreation/Spawn \
         an actor created and messaged, AskLatency an ask.
@@ -294,23 +332,37 @@ private func json(_ results: [Measurement]) -> String {
             ]
         }
         if let latency = m.latency {
-            fields.append(("latency_ns", "{\"count\": \(latency.count), \"p50\": \(latency.p50), \"p99\": \(latency.p99), "
-                + "\"p99_9\": \(latency.p999), \"max\": \(latency.max), \"mean\": \(jsonNumber(latency.mean))}"))
+            fields.append(
+                (
+                    "latency_ns",
+                    "{\"count\": \(latency.count), \"p50\": \(latency.p50), \"p99\": \(latency.p99), "
+                        + "\"p99_9\": \(latency.p999), \"max\": \(latency.max), \"mean\": \(jsonNumber(latency.mean))}"
+                ))
             if m.workload.kind == .lateness {
                 func us(_ ns: UInt64) -> String { jsonNumber(Double(ns) / 1e3) }
-                fields.append(("lateness_us", "{\"p50\": \(us(latency.p50)), \"p99\": \(us(latency.p99)), "
-                    + "\"p99_9\": \(us(latency.p999)), \"max\": \(us(latency.max))}"))
+                fields.append(
+                    (
+                        "lateness_us",
+                        "{\"p50\": \(us(latency.p50)), \"p99\": \(us(latency.p99)), "
+                            + "\"p99_9\": \(us(latency.p999)), \"max\": \(us(latency.max))}"
+                    ))
             }
         }
         if let cpu = m.cpuSeconds {
-            fields += [("cpu_seconds", jsonNumber(cpu)),
-                       ("cpu_percent_of_one_core", jsonNumber(m.cpuPercentOfOneCore ?? .nan))]
+            fields += [
+                ("cpu_seconds", jsonNumber(cpu)),
+                ("cpu_percent_of_one_core", jsonNumber(m.cpuPercentOfOneCore ?? .nan)),
+            ]
         }
         if let heap = m.heapBytes {
-            fields += [("heap_bytes", String(heap)), ("bytes_per_\(m.workload.unit)", jsonNumber(m.bytesPerUnit ?? .nan))]
+            fields += [
+                ("heap_bytes", String(heap)), ("bytes_per_\(m.workload.unit)", jsonNumber(m.bytesPerUnit ?? .nan)),
+            ]
         }
         if let rss = m.rssBytes {
-            fields += [("rss_bytes", String(rss)), ("rss_bytes_per_\(m.workload.unit)", jsonNumber(m.rssBytesPerUnit ?? .nan))]
+            fields += [
+                ("rss_bytes", String(rss)), ("rss_bytes_per_\(m.workload.unit)", jsonNumber(m.rssBytesPerUnit ?? .nan)),
+            ]
         }
         let checks = targetChecks(m, in: results).map { check in
             "{\"figure\": \(jsonString(check.figure)), \"target\": \(jsonString(check.goal)), \"pass\": \(check.pass.map { String($0) } ?? "null")}"

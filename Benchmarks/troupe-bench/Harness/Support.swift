@@ -14,7 +14,9 @@ let workloadDeadlineSeconds = 180.0
 /// Waits on `semaphore` until the workload deadline; exits 1 with `what` when it passes.
 func waitOrFail(_ semaphore: DispatchSemaphore, _ what: @autoclosure () -> String) {
     if semaphore.wait(timeout: .now() + workloadDeadlineSeconds) == .timedOut {
-        printError("troupe-bench: WRONG RESULT: \(what()) did not finish within \(Int(workloadDeadlineSeconds)) s (lost message or deadlock)")
+        printError(
+            "troupe-bench: WRONG RESULT: \(what()) did not finish within \(Int(workloadDeadlineSeconds)) s (lost message or deadlock)"
+        )
         exit(1)
     }
 }
@@ -80,10 +82,12 @@ func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     }
     var thread = pthread_t()
     let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    let result = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, box)
+    let result = pthread_create(
+        &thread, nil,
+        { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, box)
     precondition(result == 0, "pthread_create failed: \(result)")
     return thread
 }
@@ -151,7 +155,9 @@ final class TroupeHost: Sendable {
             sleepSeconds(0.001)
             waited += 0.001
             if waited > 60 {
-                printError("troupe-bench: WRONG RESULT: \(what()): \(system.liveActorCount) actors still alive 60 s after the run")
+                printError(
+                    "troupe-bench: WRONG RESULT: \(what()): \(system.liveActorCount) actors still alive 60 s after the run"
+                )
                 exit(1)
             }
         }

@@ -135,8 +135,11 @@ enum BenchSystem {
     static let troupePrefix = "Troupe"
 
     /// Every system name a row uses (for `--filter` validation).
-    static let all = [swiftNative, "Swift native (AsyncStream)", "Swift native (async let)", dispatch, troupe,
-                      "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)", "Troupe (askBlocking)"]
+    static let all =
+        [
+            swiftNative, "Swift native (AsyncStream)", "Swift native (async let)", dispatch, troupe,
+            "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)", "Troupe (askBlocking)",
+        ]
         + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems + restartSystems + timerSystems
 }
 

@@ -95,77 +95,101 @@ func bigRows(_ config: BenchConfig) -> [Measurement] {
     let actors = config.bigActors
     var rows: [Measurement] = []
 
-    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { pings in
-        runBlocking {
-            let nodes = (0..<actors).map { NativeBigNode(id: $0) }
-            for node in nodes { await node.setNeighbours(nodes) }
-            let stopwatch = Stopwatch()
-            await withTaskGroup(of: Void.self) { group in
-                for node in nodes { group.addTask { await node.run(pings: pings) } }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNative, family: .native,
+        { pings in
+            runBlocking {
+                let nodes = (0..<actors).map { NativeBigNode(id: $0) }
+                for node in nodes { await node.setNeighbours(nodes) }
+                let stopwatch = Stopwatch()
+                await withTaskGroup(of: Void.self) { group in
+                    for node in nodes { group.addTask { await node.run(pings: pings) } }
+                }
+                let (seconds, allocations) = stopwatch.stop()
+                var received = 0
+                for node in nodes {
+                    received += await node.received
+                    await node.clear()
+                }
+                verifyEqual(received, actors * pings, workload, BenchSystem.swiftNative, "pings received")
+                return Measurement(
+                    workload: workload, system: BenchSystem.swiftNative, messages: actors * pings, seconds: seconds,
+                    allocations: allocations, note: "\(actors) actor loops await neighbours[random].ping()")
             }
+        })
+    {
+        rows.append(m)
+    }
+
+    if let m = benchmark(
+        config, workload, system: BenchSystem.dispatch, family: .dispatch,
+        { pings in
+            let finished = Latch(count: actors)
+            let nodes = (0..<actors).map {
+                QueueActor(
+                    "bench.big\($0)",
+                    DispatchBigState(id: $0, pingsLeft: pings, random: FastRandom(seed: UInt64($0 + 1))))
+            }
+            for node in nodes { node.state.neighbours = nodes }
+            // Each function runs on the queue of its first argument.
+            @Sendable func sendPing(_ me: QueueActor<DispatchBigState>) {
+                let target = me.state.neighbours[me.state.random.next(below: actors)]
+                target.tell { target in
+                    target.state.received += 1
+                    me.tell { pong($0) }
+                }
+            }
+            @Sendable func pong(_ me: QueueActor<DispatchBigState>) {
+                me.state.pingsLeft -= 1
+                if me.state.pingsLeft == 0 { finished.countDown() } else { sendPing(me) }
+            }
+            let stopwatch = Stopwatch()
+            for node in nodes { node.tell { sendPing($0) } }
+            finished.wait("Big / Dispatch")
             let (seconds, allocations) = stopwatch.stop()
             var received = 0
             for node in nodes {
-                received += await node.received
-                await node.clear()
+                node.queue.sync {
+                    received += node.state.received
+                    node.state.neighbours = []
+                }
             }
-            verifyEqual(received, actors * pings, workload, BenchSystem.swiftNative, "pings received")
-            return Measurement(workload: workload, system: BenchSystem.swiftNative, messages: actors * pings, seconds: seconds,
-                               allocations: allocations, note: "\(actors) actor loops await neighbours[random].ping()")
-        }
-    }) { rows.append(m) }
+            verifyEqual(received, actors * pings, workload, BenchSystem.dispatch, "pings received")
+            return Measurement(
+                workload: workload, system: BenchSystem.dispatch, messages: actors * pings, seconds: seconds,
+                allocations: allocations, note: "Savina protocol, a serial queue per actor")
+        })
+    {
+        rows.append(m)
+    }
 
-    if let m = benchmark(config, workload, system: BenchSystem.dispatch, family: .dispatch, { pings in
-        let finished = Latch(count: actors)
-        let nodes = (0..<actors).map { QueueActor("bench.big\($0)", DispatchBigState(id: $0, pingsLeft: pings, random: FastRandom(seed: UInt64($0 + 1)))) }
-        for node in nodes { node.state.neighbours = nodes }
-        // Each function runs on the queue of its first argument.
-        @Sendable func sendPing(_ me: QueueActor<DispatchBigState>) {
-            let target = me.state.neighbours[me.state.random.next(below: actors)]
-            target.tell { target in
-                target.state.received += 1
-                me.tell { pong($0) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.troupe, family: .troupe,
+        { pings in
+            let system = troupe.system
+            let finished = Latch(count: actors)
+            let stoppedLatch = Latch(count: actors)
+            let received = SharedSum()
+            let nodes = (0..<actors).map {
+                system.spawn(
+                    BigNode(
+                        id: $0, pings: pings, finished: finished, stoppedLatch: stoppedLatch, pingsReceived: received))
             }
-        }
-        @Sendable func pong(_ me: QueueActor<DispatchBigState>) {
-            me.state.pingsLeft -= 1
-            if me.state.pingsLeft == 0 { finished.countDown() } else { sendPing(me) }
-        }
-        let stopwatch = Stopwatch()
-        for node in nodes { node.tell { sendPing($0) } }
-        finished.wait("Big / Dispatch")
-        let (seconds, allocations) = stopwatch.stop()
-        var received = 0
-        for node in nodes {
-            node.queue.sync {
-                received += node.state.received
-                node.state.neighbours = []
-            }
-        }
-        verifyEqual(received, actors * pings, workload, BenchSystem.dispatch, "pings received")
-        return Measurement(workload: workload, system: BenchSystem.dispatch, messages: actors * pings, seconds: seconds,
-                           allocations: allocations, note: "Savina protocol, a serial queue per actor")
-    }) { rows.append(m) }
-
-    if let m = benchmark(config, workload, system: BenchSystem.troupe, family: .troupe, { pings in
-        let system = troupe.system
-        let finished = Latch(count: actors)
-        let stoppedLatch = Latch(count: actors)
-        let received = SharedSum()
-        let nodes = (0..<actors).map {
-            system.spawn(BigNode(id: $0, pings: pings, finished: finished, stoppedLatch: stoppedLatch, pingsReceived: received))
-        }
-        for node in nodes { node.tell(.neighbours(nodes)) }
-        let stopwatch = Stopwatch()
-        for node in nodes { node.tell(.start) }
-        finished.wait("Big / Troupe")
-        let (seconds, allocations) = stopwatch.stop()
-        for node in nodes { node.stop() }
-        stoppedLatch.wait("Big / Troupe: stopping the actors")
-        verifyEqual(received.total, actors * pings, workload, BenchSystem.troupe, "pings received")
-        return Measurement(workload: workload, system: BenchSystem.troupe, messages: actors * pings, seconds: seconds,
-                           allocations: allocations, note: "Savina protocol, tell only; \(troupe.workersNote)")
-    }) { rows.append(m) }
+            for node in nodes { node.tell(.neighbours(nodes)) }
+            let stopwatch = Stopwatch()
+            for node in nodes { node.tell(.start) }
+            finished.wait("Big / Troupe")
+            let (seconds, allocations) = stopwatch.stop()
+            for node in nodes { node.stop() }
+            stoppedLatch.wait("Big / Troupe: stopping the actors")
+            verifyEqual(received.total, actors * pings, workload, BenchSystem.troupe, "pings received")
+            return Measurement(
+                workload: workload, system: BenchSystem.troupe, messages: actors * pings, seconds: seconds,
+                allocations: allocations, note: "Savina protocol, tell only; \(troupe.workersNote)")
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }

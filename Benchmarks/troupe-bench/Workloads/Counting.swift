@@ -57,77 +57,107 @@ func countingRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.counting
     var rows: [Measurement] = []
 
-    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { n in
-        runBlocking {
-            let counter = NativeCounter()
-            let producer = NativeProducer()
-            let stopwatch = Stopwatch()
-            let count = await producer.run(counter, increments: n)
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(count, n, workload, BenchSystem.swiftNative, "final count")
-            return Measurement(workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                               allocations: allocations, note: "producer actor awaits counter.increment()")
-        }
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNative, family: .native,
+        { n in
+            runBlocking {
+                let counter = NativeCounter()
+                let producer = NativeProducer()
+                let stopwatch = Stopwatch()
+                let count = await producer.run(counter, increments: n)
+                let (seconds, allocations) = stopwatch.stop()
+                verifyEqual(count, n, workload, BenchSystem.swiftNative, "final count")
+                return Measurement(
+                    workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
+                    allocations: allocations, note: "producer actor awaits counter.increment()")
+            }
+        })
+    {
+        rows.append(m)
+    }
 
     let stream = oneWayNativeSystem
-    if let m = benchmark(config, workload, system: stream, family: .native, divisor: 10, { n in
-        runBlocking {
-            let (values, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
-            let stopwatch = Stopwatch()
-            let consumer = Task {
-                var count = 0
-                for await increment in values { count += increment }
-                return count
+    if let m = benchmark(
+        config, workload, system: stream, family: .native, divisor: 10,
+        { n in
+            runBlocking {
+                let (values, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
+                let stopwatch = Stopwatch()
+                let consumer = Task {
+                    var count = 0
+                    for await increment in values { count += increment }
+                    return count
+                }
+                for _ in 0..<n { continuation.yield(1) }
+                continuation.finish()
+                let count = await consumer.value
+                let (seconds, allocations) = stopwatch.stop()
+                verifyEqual(count, n, workload, stream, "final count")
+                return Measurement(
+                    workload: workload, system: stream, messages: n, seconds: seconds,
+                    allocations: allocations, note: "one-way: yield into AsyncStream(.unbounded) → consumer task")
             }
-            for _ in 0..<n { continuation.yield(1) }
-            continuation.finish()
-            let count = await consumer.value
+        })
+    {
+        rows.append(m)
+    }
+
+    if let m = benchmark(
+        config, workload, system: BenchSystem.dispatch, family: .dispatch,
+        { n in
+            let counter = QueueActor("bench.counting", 0)
+            let stopwatch = Stopwatch()
+            for _ in 0..<n { counter.tell { $0.state += 1 } }
+            let count = counter.queue.sync { counter.state }
             let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(count, n, workload, stream, "final count")
-            return Measurement(workload: workload, system: stream, messages: n, seconds: seconds,
-                               allocations: allocations, note: "one-way: yield into AsyncStream(.unbounded) → consumer task")
-        }
-    }) { rows.append(m) }
+            verifyEqual(count, n, workload, BenchSystem.dispatch, "final count")
+            return Measurement(
+                workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
+                allocations: allocations, note: "thread posts queue.async { count += 1 }")
+        })
+    {
+        rows.append(m)
+    }
 
-    if let m = benchmark(config, workload, system: BenchSystem.dispatch, family: .dispatch, { n in
-        let counter = QueueActor("bench.counting", 0)
-        let stopwatch = Stopwatch()
-        for _ in 0..<n { counter.tell { $0.state += 1 } }
-        let count = counter.queue.sync { counter.state }
-        let (seconds, allocations) = stopwatch.stop()
-        verifyEqual(count, n, workload, BenchSystem.dispatch, "final count")
-        return Measurement(workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
-                           allocations: allocations, note: "thread posts queue.async { count += 1 }")
-    }) { rows.append(m) }
-
-    if let m = benchmark(config, workload, system: BenchSystem.troupe, family: .troupe, { n in
-        let done = Completion<Int>()
-        let counter = troupe.system.spawn(Counter(expected: n, done: done))
-        let stopwatch = Stopwatch()
-        for _ in 0..<n { counter.tell(.increment) }
-        let count = done.wait("Counting / Troupe")
-        let (seconds, allocations) = stopwatch.stop()
-        verifyEqual(count, n, workload, BenchSystem.troupe, "final count")
-        counter.stop()
-        return Measurement(workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
-                           allocations: allocations, note: "producer: a plain thread; \(troupe.workersNote)")
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.troupe, family: .troupe,
+        { n in
+            let done = Completion<Int>()
+            let counter = troupe.system.spawn(Counter(expected: n, done: done))
+            let stopwatch = Stopwatch()
+            for _ in 0..<n { counter.tell(.increment) }
+            let count = done.wait("Counting / Troupe")
+            let (seconds, allocations) = stopwatch.stop()
+            verifyEqual(count, n, workload, BenchSystem.troupe, "final count")
+            counter.stop()
+            return Measurement(
+                workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
+                allocations: allocations, note: "producer: a plain thread; \(troupe.workersNote)")
+        })
+    {
+        rows.append(m)
+    }
 
     let actorProducer = "Troupe (actor producer)"
-    if let m = benchmark(config, workload, system: actorProducer, family: .troupe, { n in
-        let done = Completion<Int>()
-        let counter = troupe.system.spawn(Counter(expected: n, done: done))
-        let producer = troupe.system.spawn(Producer(counter: counter, remaining: n))
-        let stopwatch = Stopwatch()
-        producer.tell(.produce)
-        let count = done.wait("Counting / Troupe (actor producer)")
-        let (seconds, allocations) = stopwatch.stop()
-        verifyEqual(count, n, workload, actorProducer, "final count")
-        counter.stop()
-        return Measurement(workload: workload, system: actorProducer, messages: n, seconds: seconds,
-                           allocations: allocations, note: "Savina form: producer actor, chunks of \(Producer.chunk)")
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: actorProducer, family: .troupe,
+        { n in
+            let done = Completion<Int>()
+            let counter = troupe.system.spawn(Counter(expected: n, done: done))
+            let producer = troupe.system.spawn(Producer(counter: counter, remaining: n))
+            let stopwatch = Stopwatch()
+            producer.tell(.produce)
+            let count = done.wait("Counting / Troupe (actor producer)")
+            let (seconds, allocations) = stopwatch.stop()
+            verifyEqual(count, n, workload, actorProducer, "final count")
+            counter.stop()
+            return Measurement(
+                workload: workload, system: actorProducer, messages: n, seconds: seconds,
+                allocations: allocations, note: "Savina form: producer actor, chunks of \(Producer.chunk)")
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }

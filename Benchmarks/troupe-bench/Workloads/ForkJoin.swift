@@ -77,52 +77,72 @@ func forkJoinThroughputRows(_ config: BenchConfig) -> [Measurement] {
         verifyEqual(total, expectedChecksum(perActor) &* actors, workload, system, "sum of the actors' checksums")
     }
 
-    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { perActor in
-        runBlocking {
-            let workers = (0..<actors).map { _ in NativeThroughputWorker() }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNative, family: .native,
+        { perActor in
+            runBlocking {
+                let workers = (0..<actors).map { _ in NativeThroughputWorker() }
+                let stopwatch = Stopwatch()
+                for value in 0..<perActor {
+                    for worker in workers { await worker.work(value) }
+                }
+                var total = 0
+                for worker in workers { total &+= await worker.checksum }
+                let (seconds, allocations) = stopwatch.stop()
+                check(total, perActor, BenchSystem.swiftNative)
+                return Measurement(
+                    workload: workload, system: BenchSystem.swiftNative, messages: actors * perActor, seconds: seconds,
+                    allocations: allocations, note: "one task awaits worker.work(m) round robin")
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    if let m = benchmark(
+        config, workload, system: BenchSystem.dispatch, family: .dispatch,
+        { perActor in
+            let workers = (0..<actors).map { QueueActor("bench.fjt\($0)", 0) }
             let stopwatch = Stopwatch()
             for value in 0..<perActor {
-                for worker in workers { await worker.work(value) }
+                for worker in workers { worker.tell { $0.state = mix($0.state, value) } }
             }
             var total = 0
-            for worker in workers { total &+= await worker.checksum }
+            for worker in workers { total &+= worker.queue.sync { worker.state } }
             let (seconds, allocations) = stopwatch.stop()
-            check(total, perActor, BenchSystem.swiftNative)
-            return Measurement(workload: workload, system: BenchSystem.swiftNative, messages: actors * perActor, seconds: seconds,
-                               allocations: allocations, note: "one task awaits worker.work(m) round robin")
-        }
-    }) { rows.append(m) }
+            check(total, perActor, BenchSystem.dispatch)
+            return Measurement(
+                workload: workload, system: BenchSystem.dispatch, messages: actors * perActor, seconds: seconds,
+                allocations: allocations, note: "main thread posts queue.async round robin")
+        })
+    {
+        rows.append(m)
+    }
 
-    if let m = benchmark(config, workload, system: BenchSystem.dispatch, family: .dispatch, { perActor in
-        let workers = (0..<actors).map { QueueActor("bench.fjt\($0)", 0) }
-        let stopwatch = Stopwatch()
-        for value in 0..<perActor {
-            for worker in workers { worker.tell { $0.state = mix($0.state, value) } }
-        }
-        var total = 0
-        for worker in workers { total &+= worker.queue.sync { worker.state } }
-        let (seconds, allocations) = stopwatch.stop()
-        check(total, perActor, BenchSystem.dispatch)
-        return Measurement(workload: workload, system: BenchSystem.dispatch, messages: actors * perActor, seconds: seconds,
-                           allocations: allocations, note: "main thread posts queue.async round robin")
-    }) { rows.append(m) }
-
-    if let m = benchmark(config, workload, system: BenchSystem.troupe, family: .troupe, { perActor in
-        let system = troupe.system
-        let finished = Latch(count: actors)
-        let checksums = SharedSum()
-        let workers = (0..<actors).map { _ in system.spawn(ThroughputWorker(expected: perActor, finished: finished, checksums: checksums)) }
-        let stopwatch = Stopwatch()
-        for value in 0..<perActor {
-            for worker in workers { worker.tell(.work(value)) }
-        }
-        finished.wait("ForkJoinThroughput / Troupe")
-        let (seconds, allocations) = stopwatch.stop()
-        check(checksums.total, perActor, BenchSystem.troupe)
-        for worker in workers { worker.stop() }
-        return Measurement(workload: workload, system: BenchSystem.troupe, messages: actors * perActor, seconds: seconds,
-                           allocations: allocations, note: "a plain thread tells round robin; \(troupe.workersNote)")
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.troupe, family: .troupe,
+        { perActor in
+            let system = troupe.system
+            let finished = Latch(count: actors)
+            let checksums = SharedSum()
+            let workers = (0..<actors).map { _ in
+                system.spawn(ThroughputWorker(expected: perActor, finished: finished, checksums: checksums))
+            }
+            let stopwatch = Stopwatch()
+            for value in 0..<perActor {
+                for worker in workers { worker.tell(.work(value)) }
+            }
+            finished.wait("ForkJoinThroughput / Troupe")
+            let (seconds, allocations) = stopwatch.stop()
+            check(checksums.total, perActor, BenchSystem.troupe)
+            for worker in workers { worker.stop() }
+            return Measurement(
+                workload: workload, system: BenchSystem.troupe, messages: actors * perActor, seconds: seconds,
+                allocations: allocations, note: "a plain thread tells round robin; \(troupe.workersNote)")
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }
@@ -132,53 +152,71 @@ func forkJoinCreationRows(_ config: BenchConfig) -> [Measurement] {
     var rows: [Measurement] = []
     @Sendable func expectedSum(_ n: Int) -> Int { (0..<n).reduce(0) { $0 &+ mix(0, $1) } }
 
-    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { n in
-        runBlocking {
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNative, family: .native,
+        { n in
+            runBlocking {
+                let stopwatch = Stopwatch()
+                var total = 0
+                for value in 0..<n {
+                    let worker = NativeCreatedWorker()
+                    total &+= await worker.work(value)
+                }
+                let (seconds, allocations) = stopwatch.stop()
+                verifyEqual(total, expectedSum(n), workload, BenchSystem.swiftNative, "sum of results")
+                return Measurement(
+                    workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
+                    allocations: allocations, note: "one task: create actor, await work(i), release it")
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    if let m = benchmark(
+        config, workload, system: BenchSystem.dispatch, family: .dispatch,
+        { n in
+            let finished = Latch(count: n)
+            let results = SharedSum()
             let stopwatch = Stopwatch()
-            var total = 0
             for value in 0..<n {
-                let worker = NativeCreatedWorker()
-                total &+= await worker.work(value)
+                let worker = QueueActor("bench.fjc", 0)
+                worker.tell { _ in
+                    results.add(mix(0, value))
+                    finished.countDown()
+                }
             }
+            finished.wait("ForkJoinCreation / Dispatch")
             let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(total, expectedSum(n), workload, BenchSystem.swiftNative, "sum of results")
-            return Measurement(workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                               allocations: allocations, note: "one task: create actor, await work(i), release it")
-        }
-    }) { rows.append(m) }
+            verifyEqual(results.total, expectedSum(n), workload, BenchSystem.dispatch, "sum of results")
+            return Measurement(
+                workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
+                allocations: allocations, note: "new serial queue + one async per actor")
+        })
+    {
+        rows.append(m)
+    }
 
-    if let m = benchmark(config, workload, system: BenchSystem.dispatch, family: .dispatch, { n in
-        let finished = Latch(count: n)
-        let results = SharedSum()
-        let stopwatch = Stopwatch()
-        for value in 0..<n {
-            let worker = QueueActor("bench.fjc", 0)
-            worker.tell { _ in
-                results.add(mix(0, value))
-                finished.countDown()
+    if let m = benchmark(
+        config, workload, system: BenchSystem.troupe, family: .troupe,
+        { n in
+            let system = troupe.system
+            let finished = Latch(count: n)
+            let results = SharedSum()
+            let stopwatch = Stopwatch()
+            for value in 0..<n {
+                system.spawn(CreatedWorker(finished: finished, results: results)).tell(.work(value))
             }
-        }
-        finished.wait("ForkJoinCreation / Dispatch")
-        let (seconds, allocations) = stopwatch.stop()
-        verifyEqual(results.total, expectedSum(n), workload, BenchSystem.dispatch, "sum of results")
-        return Measurement(workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
-                           allocations: allocations, note: "new serial queue + one async per actor")
-    }) { rows.append(m) }
-
-    if let m = benchmark(config, workload, system: BenchSystem.troupe, family: .troupe, { n in
-        let system = troupe.system
-        let finished = Latch(count: n)
-        let results = SharedSum()
-        let stopwatch = Stopwatch()
-        for value in 0..<n {
-            system.spawn(CreatedWorker(finished: finished, results: results)).tell(.work(value))
-        }
-        finished.wait("ForkJoinCreation / Troupe")
-        let (seconds, allocations) = stopwatch.stop()
-        verifyEqual(results.total, expectedSum(n), workload, BenchSystem.troupe, "sum of results")
-        return Measurement(workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
-                           allocations: allocations, note: "a plain thread spawns + tells; the actor stops itself")
-    }) { rows.append(m) }
+            finished.wait("ForkJoinCreation / Troupe")
+            let (seconds, allocations) = stopwatch.stop()
+            verifyEqual(results.total, expectedSum(n), workload, BenchSystem.troupe, "sum of results")
+            return Measurement(
+                workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
+                allocations: allocations, note: "a plain thread spawns + tells; the actor stops itself")
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }

@@ -124,39 +124,52 @@ private actor NativePing {
     }
 }
 
-private func latencyRow(_ workload: Workload, _ system: String, _ n: Int, _ note: String,
-                        _ body: () -> LatencyResult) -> Measurement {
+private func latencyRow(
+    _ workload: Workload, _ system: String, _ n: Int, _ note: String,
+    _ body: () -> LatencyResult
+) -> Measurement {
     let stopwatch = Stopwatch()
     let result = body()
     let (seconds, allocations) = stopwatch.stop()
     verifyEqual(result.failures, 0, workload, system, "failed requests")
     verifyEqual(result.last, n, workload, system, "requests seen by the responder")
     verifyEqual(result.histogram.totalCount, UInt64(n), workload, system, "latencies recorded")
-    return Measurement(workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
-                       note: note, latency: LatencySummary(result.histogram))
+    return Measurement(
+        workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
+        note: note, latency: LatencySummary(result.histogram))
 }
 
 func pingPongLatencyRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.pingPongLatency
     var rows: [Measurement] = []
 
-    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { n in
-        latencyRow(workload, BenchSystem.swiftNative, n, "Ping actor awaits pong.ping()") {
-            runBlocking { await NativePing().run(n) }
-        }
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNative, family: .native,
+        { n in
+            latencyRow(workload, BenchSystem.swiftNative, n, "Ping actor awaits pong.ping()") {
+                runBlocking { await NativePing().run(n) }
+            }
+        })
+    {
+        rows.append(m)
+    }
 
-    if let m = benchmark(config, workload, system: BenchSystem.troupe, family: .troupe, { n in
-        let system = troupe.system
-        let done = Completion<LatencyResult>()
-        let pong = system.spawn(Pong())
-        let ping = system.spawn(Ping(pong: pong, remaining: n, done: done))
-        defer { ping.stop(); pong.stop() }
-        return latencyRow(workload, BenchSystem.troupe, n, "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)") {
-            ping.tell(.start)
-            return done.wait("PingPongLatency / Troupe")
-        }
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.troupe, family: .troupe,
+        { n in
+            let system = troupe.system
+            let done = Completion<LatencyResult>()
+            let pong = system.spawn(Pong())
+            let ping = system.spawn(Ping(pong: pong, remaining: n, done: done))
+            defer { ping.stop(); pong.stop() }
+            return latencyRow(workload, BenchSystem.troupe, n, "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)") {
+                ping.tell(.start)
+                return done.wait("PingPongLatency / Troupe")
+            }
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }
@@ -165,66 +178,86 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.askLatency
     var rows: [Measurement] = []
 
-    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { n in
-        latencyRow(workload, BenchSystem.swiftNative, n, "a task awaits actor.ping()") {
-            runBlocking {
-                let pong = NativePong()
-                var histogram = makeLatencyHistogram()
-                var last = 0
-                for _ in 0..<n {
-                    let start = CBenchSupport_now_ns()
-                    last = await pong.ping()
-                    histogram.record(CBenchSupport_now_ns() &- start)
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNative, family: .native,
+        { n in
+            latencyRow(workload, BenchSystem.swiftNative, n, "a task awaits actor.ping()") {
+                runBlocking {
+                    let pong = NativePong()
+                    var histogram = makeLatencyHistogram()
+                    var last = 0
+                    for _ in 0..<n {
+                        let start = CBenchSupport_now_ns()
+                        last = await pong.ping()
+                        histogram.record(CBenchSupport_now_ns() &- start)
+                    }
+                    return LatencyResult(histogram: histogram, last: last)
                 }
-                return LatencyResult(histogram: histogram, last: last)
             }
-        }
-    }) { rows.append(m) }
+        })
+    {
+        rows.append(m)
+    }
 
     let actorAsk = "Troupe (actor ask)"
-    if let m = benchmark(config, workload, system: actorAsk, family: .troupe, { n in
-        let system = troupe.system
-        let done = Completion<LatencyResult>()
-        let pong = system.spawn(Pong())
-        let asker = system.spawn(Asker(pong: pong, remaining: n, done: done))
-        defer { asker.stop(); pong.stop() }
-        return latencyRow(workload, actorAsk, n, "context.ask(pong) { .answer($0) }; \(troupe.workersNote)") {
-            asker.tell(.start)
-            return done.wait("AskLatency / \(actorAsk)")
-        }
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: actorAsk, family: .troupe,
+        { n in
+            let system = troupe.system
+            let done = Completion<LatencyResult>()
+            let pong = system.spawn(Pong())
+            let asker = system.spawn(Asker(pong: pong, remaining: n, done: done))
+            defer { asker.stop(); pong.stop() }
+            return latencyRow(workload, actorAsk, n, "context.ask(pong) { .answer($0) }; \(troupe.workersNote)") {
+                asker.tell(.start)
+                return done.wait("AskLatency / \(actorAsk)")
+            }
+        })
+    {
+        rows.append(m)
+    }
 
     let taskAsk = "Troupe (ask from a task)"
-    if let m = benchmark(config, workload, system: taskAsk, family: .troupe, divisor: 4, { n in
-        let pong = troupe.system.spawn(Pong())
-        defer { pong.stop() }
-        return latencyRow(workload, taskAsk, n, "try await pong.ask { .ask($0) } from a task") {
-            runBlocking {
+    if let m = benchmark(
+        config, workload, system: taskAsk, family: .troupe, divisor: 4,
+        { n in
+            let pong = troupe.system.spawn(Pong())
+            defer { pong.stop() }
+            return latencyRow(workload, taskAsk, n, "try await pong.ask { .ask($0) } from a task") {
+                runBlocking {
+                    var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
+                    for _ in 0..<n {
+                        let start = CBenchSupport_now_ns()
+                        do { result.last = try await pong.ask { .ask($0) } } catch { result.failures += 1 }
+                        result.histogram.record(CBenchSupport_now_ns() &- start)
+                    }
+                    return result
+                }
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    let blockingAsk = "Troupe (askBlocking)"
+    if let m = benchmark(
+        config, workload, system: blockingAsk, family: .troupe, divisor: 4,
+        { n in
+            let pong = troupe.system.spawn(Pong())
+            defer { pong.stop() }
+            return latencyRow(workload, blockingAsk, n, "pong.askBlocking { .ask($0) } from a plain thread") {
                 var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
                 for _ in 0..<n {
                     let start = CBenchSupport_now_ns()
-                    do { result.last = try await pong.ask { .ask($0) } } catch { result.failures += 1 }
+                    do { result.last = try pong.askBlocking { .ask($0) } } catch { result.failures += 1 }
                     result.histogram.record(CBenchSupport_now_ns() &- start)
                 }
                 return result
             }
-        }
-    }) { rows.append(m) }
-
-    let blockingAsk = "Troupe (askBlocking)"
-    if let m = benchmark(config, workload, system: blockingAsk, family: .troupe, divisor: 4, { n in
-        let pong = troupe.system.spawn(Pong())
-        defer { pong.stop() }
-        return latencyRow(workload, blockingAsk, n, "pong.askBlocking { .ask($0) } from a plain thread") {
-            var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
-            for _ in 0..<n {
-                let start = CBenchSupport_now_ns()
-                do { result.last = try pong.askBlocking { .ask($0) } } catch { result.failures += 1 }
-                result.histogram.record(CBenchSupport_now_ns() &- start)
-            }
-            return result
-        }
-    }) { rows.append(m) }
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }

@@ -71,56 +71,74 @@ func pingPongRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.pingPong
     var rows: [Measurement] = []
 
-    if let m = benchmark(config, workload, system: BenchSystem.swiftNative, family: .native, { n in
-        runBlocking {
-            let ping = NativePing()
-            let stopwatch = Stopwatch()
-            let last = await ping.run(roundTrips: n)
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(last, n, workload, BenchSystem.swiftNative, "round trips seen by Pong")
-            return Measurement(workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                               allocations: allocations, note: "Ping actor awaits pong.ping()")
-        }
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNative, family: .native,
+        { n in
+            runBlocking {
+                let ping = NativePing()
+                let stopwatch = Stopwatch()
+                let last = await ping.run(roundTrips: n)
+                let (seconds, allocations) = stopwatch.stop()
+                verifyEqual(last, n, workload, BenchSystem.swiftNative, "round trips seen by Pong")
+                return Measurement(
+                    workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
+                    allocations: allocations, note: "Ping actor awaits pong.ping()")
+            }
+        })
+    {
+        rows.append(m)
+    }
 
-    if let m = benchmark(config, workload, system: BenchSystem.dispatch, family: .dispatch, { n in
-        let ping = QueueActor("bench.ping", DispatchPingState())
-        let pong = QueueActor("bench.pong", DispatchPongState())
-        let done = Completion<Int>()
-        @Sendable func sendPing(_ ping: QueueActor<DispatchPingState>) {
-            ping.state.sent += 1
-            pong.tell { pong in
-                pong.state.count += 1
-                let count = pong.state.count
-                ping.tell { ping in
-                    if ping.state.sent == n { done.complete(count) } else { sendPing(ping) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.dispatch, family: .dispatch,
+        { n in
+            let ping = QueueActor("bench.ping", DispatchPingState())
+            let pong = QueueActor("bench.pong", DispatchPongState())
+            let done = Completion<Int>()
+            @Sendable func sendPing(_ ping: QueueActor<DispatchPingState>) {
+                ping.state.sent += 1
+                pong.tell { pong in
+                    pong.state.count += 1
+                    let count = pong.state.count
+                    ping.tell { ping in
+                        if ping.state.sent == n { done.complete(count) } else { sendPing(ping) }
+                    }
                 }
             }
-        }
-        let stopwatch = Stopwatch()
-        ping.tell(sendPing)
-        let last = done.wait("PingPong / Dispatch")
-        let (seconds, allocations) = stopwatch.stop()
-        verifyEqual(last, n, workload, BenchSystem.dispatch, "round trips seen by Pong")
-        return Measurement(workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
-                           allocations: allocations, note: "ping.async ⇄ pong.async")
-    }) { rows.append(m) }
+            let stopwatch = Stopwatch()
+            ping.tell(sendPing)
+            let last = done.wait("PingPong / Dispatch")
+            let (seconds, allocations) = stopwatch.stop()
+            verifyEqual(last, n, workload, BenchSystem.dispatch, "round trips seen by Pong")
+            return Measurement(
+                workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
+                allocations: allocations, note: "ping.async ⇄ pong.async")
+        })
+    {
+        rows.append(m)
+    }
 
-    if let m = benchmark(config, workload, system: BenchSystem.troupe, family: .troupe, { n in
-        let system = troupe.system
-        let done = Completion<Int>()
-        let pong = system.spawn(Pong())
-        let ping = system.spawn(Ping(pong: pong, roundTrips: n, done: done))
-        let stopwatch = Stopwatch()
-        ping.tell(.start)
-        let last = done.wait("PingPong / Troupe")
-        let (seconds, allocations) = stopwatch.stop()
-        verifyEqual(last, n, workload, BenchSystem.troupe, "round trips seen by Pong")
-        ping.stop()
-        pong.stop()
-        return Measurement(workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
-                           allocations: allocations, note: "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)")
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: BenchSystem.troupe, family: .troupe,
+        { n in
+            let system = troupe.system
+            let done = Completion<Int>()
+            let pong = system.spawn(Pong())
+            let ping = system.spawn(Ping(pong: pong, roundTrips: n, done: done))
+            let stopwatch = Stopwatch()
+            ping.tell(.start)
+            let last = done.wait("PingPong / Troupe")
+            let (seconds, allocations) = stopwatch.stop()
+            verifyEqual(last, n, workload, BenchSystem.troupe, "round trips seen by Pong")
+            ping.stop()
+            pong.stop()
+            return Measurement(
+                workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
+                allocations: allocations, note: "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)")
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }

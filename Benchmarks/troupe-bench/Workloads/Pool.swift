@@ -16,7 +16,9 @@ import Troupe
 
 let poolSystems = poolRoutingNames.map { "Troupe (\($0))" }
 let poolSkewSystems = ["Troupe (leastLoaded)", "Troupe (roundRobin)"]
-private let poolRoutingNames = ["roundRobin", "random", "leastLoaded", "firstFreeOrGrow", "consistentHash", "broadcast"]
+private let poolRoutingNames = [
+    "roundRobin", "random", "leastLoaded", "firstFreeOrGrow", "consistentHash", "broadcast",
+]
 
 /// What the members report on a flush: per-member message counts and the sum of the values.
 private final class PoolTally: Sendable {
@@ -70,8 +72,10 @@ private func routing(_ name: String, members: Int) -> PoolRouting<PoolMember.Mes
 }
 
 /// Tells 0 ..< n to a fresh pool, flushes every member, verifies count and sum, stops the pool.
-private func runPool(_ workload: Workload, system: String, routingName: String, members: Int, spin: Int,
-                     _ n: Int) -> Measurement {
+private func runPool(
+    _ workload: Workload, system: String, routingName: String, members: Int, spin: Int,
+    _ n: Int
+) -> Measurement {
     let pool: ActorPool<PoolMember.Message>
     do {
         pool = try troupe.system.spawnPool(size: members, routing: routing(routingName, members: members)) { index in
@@ -97,17 +101,23 @@ private func runPool(_ workload: Workload, system: String, routingName: String, 
     let perMember = (0..<refs.count).map { String(counts[$0] ?? 0) }.joined(separator: "/")
     var note = "\(refs.count) members; per member: \(perMember)"
     if spin > 0 { note += "; member 0 spins 10×" }
-    return Measurement(workload: workload, system: system, messages: total, seconds: seconds,
-                       allocations: allocations, note: note)
+    return Measurement(
+        workload: workload, system: system, messages: total, seconds: seconds,
+        allocations: allocations, note: note)
 }
 
 func poolRows(_ config: BenchConfig) -> [Measurement] {
     var rows: [Measurement] = []
     for name in poolRoutingNames {
         let system = "Troupe (\(name))"
-        if let m = benchmark(config, .pool, system: system, family: .troupe, { n in
-            runPool(.pool, system: system, routingName: name, members: config.poolMembers, spin: 0, n)
-        }) { rows.append(m) }
+        if let m = benchmark(
+            config, .pool, system: system, family: .troupe,
+            { n in
+                runPool(.pool, system: system, routingName: name, members: config.poolMembers, spin: 0, n)
+            })
+        {
+            rows.append(m)
+        }
     }
     return rows
 }
@@ -116,9 +126,16 @@ func poolSkewRows(_ config: BenchConfig) -> [Measurement] {
     var rows: [Measurement] = []
     for system in poolSkewSystems {
         let name = system == "Troupe (leastLoaded)" ? "leastLoaded" : "roundRobin"
-        if let m = benchmark(config, .poolSkew, system: system, family: .troupe, { n in
-            runPool(.poolSkew, system: system, routingName: name, members: config.poolMembers, spin: config.poolSkewSpin, n)
-        }) { rows.append(m) }
+        if let m = benchmark(
+            config, .poolSkew, system: system, family: .troupe,
+            { n in
+                runPool(
+                    .poolSkew, system: system, routingName: name, members: config.poolMembers,
+                    spin: config.poolSkewSpin, n)
+            })
+        {
+            rows.append(m)
+        }
     }
     return rows
 }

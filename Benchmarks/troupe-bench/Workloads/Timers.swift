@@ -153,8 +153,10 @@ private struct Armer: ActorDefinition {
                 }
             }
             let (seconds, allocations) = stopwatch.stop()
-            done.complete(ArmCancelResult(seconds: seconds, allocations: allocations, checked: checked,
-                                          wrongState: wrongState, activeAfter: context.activeTimerCount))
+            done.complete(
+                ArmCancelResult(
+                    seconds: seconds, allocations: allocations, checked: checked,
+                    wrongState: wrongState, activeAfter: context.activeTimerCount))
         case .tick:
             ticks.add()
         }
@@ -165,30 +167,40 @@ func timersArmCancelRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.timersArmCancel
     var rows: [Measurement] = []
     let system = BenchSystem.troupe
-    if let m = benchmark(config, workload, system: system, family: .troupe, { n in
-        let what = "\(workload.rawValue) / \(system)"
-        let ticks = TickCount()
-        let perActor = config.timersPerActor
-        let holders = spawnHolders(config.activeTimers / perActor, ticks: ticks, what)
-        let armed = Latch(count: holders.count)
-        for (index, holder) in holders.enumerated() {
-            holder.tell(.arm(ArmRequest(count: perActor, seed: UInt64(index + 1), done: armed)))
-        }
-        armed.wait("\(what): arming the background timers")
-        let armer = troupe.system.spawn(Armer(ticks: ticks))
-        let done = Completion<ArmCancelResult>()
-        armer.tell(.run(count: n, done: done))
-        let result = done.wait(what)
-        let background = activeTimers(holders, what)
-        armer.stop()
-        for holder in holders { holder.stop() }
-        verifyEqual(result.wrongState, 0, workload, system, "timer states contradicting start/cancel (of \(result.checked) checked pairs)")
-        verifyEqual(result.activeAfter, 0, workload, system, "timers left active by the arming actor")
-        verifyEqual(background, holders.count * perActor, workload, system, "background timers still active")
-        verifyEqual(ticks.total, 0, workload, system, "timers fired (all were far or cancelled)")
-        return Measurement(workload: workload, system: system, messages: n, seconds: result.seconds, allocations: result.allocations,
-                           note: "in one handler; \(grouped(background)) other timers active (heap depth ~\(heapDepth(background)))")
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: system, family: .troupe,
+        { n in
+            let what = "\(workload.rawValue) / \(system)"
+            let ticks = TickCount()
+            let perActor = config.timersPerActor
+            let holders = spawnHolders(config.activeTimers / perActor, ticks: ticks, what)
+            let armed = Latch(count: holders.count)
+            for (index, holder) in holders.enumerated() {
+                holder.tell(.arm(ArmRequest(count: perActor, seed: UInt64(index + 1), done: armed)))
+            }
+            armed.wait("\(what): arming the background timers")
+            let armer = troupe.system.spawn(Armer(ticks: ticks))
+            let done = Completion<ArmCancelResult>()
+            armer.tell(.run(count: n, done: done))
+            let result = done.wait(what)
+            let background = activeTimers(holders, what)
+            armer.stop()
+            for holder in holders { holder.stop() }
+            verifyEqual(
+                result.wrongState, 0, workload, system,
+                "timer states contradicting start/cancel (of \(result.checked) checked pairs)")
+            verifyEqual(result.activeAfter, 0, workload, system, "timers left active by the arming actor")
+            verifyEqual(background, holders.count * perActor, workload, system, "background timers still active")
+            verifyEqual(ticks.total, 0, workload, system, "timers fired (all were far or cancelled)")
+            return Measurement(
+                workload: workload, system: system, messages: n, seconds: result.seconds,
+                allocations: result.allocations,
+                note:
+                    "in one handler; \(grouped(background)) other timers active (heap depth ~\(heapDepth(background)))")
+        })
+    {
+        rows.append(m)
+    }
     return rows
 }
 
@@ -250,7 +262,8 @@ private struct Punctual: ActorDefinition {
             tally = Array(repeating: 0, count: plan.delays.count)
             for (index, delay) in plan.delays.enumerated() {
                 let deadline = CBenchSupport_now_ns() &+ UInt64(delay)
-                context.startSingleTimer(key: index, message: .due(index: index, deadline: deadline), after: .nanoseconds(delay))
+                context.startSingleTimer(
+                    key: index, message: .due(index: index, deadline: deadline), after: .nanoseconds(delay))
             }
         case .due(let index, let deadline):
             let now = CBenchSupport_now_ns()
@@ -289,75 +302,91 @@ func timersLatenessRows(_ config: BenchConfig) -> [Measurement] {
     var rows: [Measurement] = []
     let spread = "deadlines \(fixed(config.latenessWindow.from, 2))–\(fixed(config.latenessWindow.to, 2)) s ahead"
 
-    if let m = benchmark(config, workload, system: timerNativeSystem, family: .native, { n in
-        let what = "\(workload.rawValue) / \(timerNativeSystem)"
-        let delays = latenessDelays(config, n)
-        let shared = NativeLateness(count: n)
-        var tasks: [Task<Void, Never>] = []
-        tasks.reserveCapacity(n)
-        let stopwatch = Stopwatch()
-        for delay in delays {
-            tasks.append(Task {
-                let deadline = CBenchSupport_now_ns() &+ UInt64(delay)
-                try? await Task.sleep(for: .nanoseconds(delay))
-                let now = CBenchSupport_now_ns()
-                if now < deadline { shared.early.add(1, ordering: .relaxed) }
-                shared.histogram.withLock { _ = $0.record(now < deadline ? 0 : now - deadline) }
-                shared.fired.countDown()
-            })
-        }
-        shared.fired.wait(what)
-        let (seconds, allocations) = stopwatch.stop()
-        let started = tasks
-        runBlocking(what) { for task in started { await task.value } }
-        let histogram = shared.histogram.withLock { $0 }
-        verifyEqual(histogram.totalCount, UInt64(n), workload, timerNativeSystem, "firings recorded")
-        verifyEqual(shared.early.load(ordering: .acquiring), 0, workload, timerNativeSystem, "tasks woken before their deadline")
-        return Measurement(workload: workload, system: timerNativeSystem, messages: n, seconds: seconds, allocations: allocations,
-                           note: "one Task per timer: try await Task.sleep(for:), default tolerance; \(spread)",
-                           latency: LatencySummary(histogram))
-    }) { rows.append(m) }
+    if let m = benchmark(
+        config, workload, system: timerNativeSystem, family: .native,
+        { n in
+            let what = "\(workload.rawValue) / \(timerNativeSystem)"
+            let delays = latenessDelays(config, n)
+            let shared = NativeLateness(count: n)
+            var tasks: [Task<Void, Never>] = []
+            tasks.reserveCapacity(n)
+            let stopwatch = Stopwatch()
+            for delay in delays {
+                tasks.append(
+                    Task {
+                        let deadline = CBenchSupport_now_ns() &+ UInt64(delay)
+                        try? await Task.sleep(for: .nanoseconds(delay))
+                        let now = CBenchSupport_now_ns()
+                        if now < deadline { shared.early.add(1, ordering: .relaxed) }
+                        shared.histogram.withLock { _ = $0.record(now < deadline ? 0 : now - deadline) }
+                        shared.fired.countDown()
+                    })
+            }
+            shared.fired.wait(what)
+            let (seconds, allocations) = stopwatch.stop()
+            let started = tasks
+            runBlocking(what) { for task in started { await task.value } }
+            let histogram = shared.histogram.withLock { $0 }
+            verifyEqual(histogram.totalCount, UInt64(n), workload, timerNativeSystem, "firings recorded")
+            verifyEqual(
+                shared.early.load(ordering: .acquiring), 0, workload, timerNativeSystem,
+                "tasks woken before their deadline")
+            return Measurement(
+                workload: workload, system: timerNativeSystem, messages: n, seconds: seconds, allocations: allocations,
+                note: "one Task per timer: try await Task.sleep(for:), default tolerance; \(spread)",
+                latency: LatencySummary(histogram))
+        })
+    {
+        rows.append(m)
+    }
 
     let system = BenchSystem.troupe
-    if let m = benchmark(config, workload, system: system, family: .troupe, { n in
-        let what = "\(workload.rawValue) / \(system)"
-        let delays = latenessDelays(config, n)
-        let actorCount = min(latenessActors, n)
-        let fired = Latch(count: n)
-        let plans = (0..<actorCount).map { actor in
-            LatenessPlan(delays: Array(delays[(actor * n / actorCount)..<((actor + 1) * n / actorCount)]), fired: fired)
-        }
-        let actors = (0..<actorCount).map { _ in troupe.system.spawn(Punctual()) }
-        let stopwatch = Stopwatch()
-        for (actor, plan) in zip(actors, plans) { actor.tell(.arm(plan)) }
-        fired.wait(what)
-        let (seconds, allocations) = stopwatch.stop()
-        sleepSeconds(config.latenessGraceSeconds)  // a second firing of any timer would arrive by now
-        var total = LatenessReport(histogram: makeLatencyHistogram())
-        for actor in actors {
-            do {
-                let report = try actor.askBlocking { .report($0) }
-                total.histogram.add(report.histogram)
-                total.once += report.once
-                total.twice += report.twice
-                total.never += report.never
-                total.early += report.early
-                total.activeAfter += report.activeAfter
-            } catch {
-                verify(false, "\(what): report ask failed: \(error)")
+    if let m = benchmark(
+        config, workload, system: system, family: .troupe,
+        { n in
+            let what = "\(workload.rawValue) / \(system)"
+            let delays = latenessDelays(config, n)
+            let actorCount = min(latenessActors, n)
+            let fired = Latch(count: n)
+            let plans = (0..<actorCount).map { actor in
+                LatenessPlan(
+                    delays: Array(delays[(actor * n / actorCount)..<((actor + 1) * n / actorCount)]), fired: fired)
             }
-            actor.stop()
-        }
-        verifyEqual(total.twice, 0, workload, system, "timers that fired more than once")
-        verifyEqual(total.never, 0, workload, system, "timers that never fired")
-        verifyEqual(total.once, n, workload, system, "timers that fired exactly once")
-        verifyEqual(total.early, 0, workload, system, "timers handled before their deadline")
-        verifyEqual(total.activeAfter, 0, workload, system, "timers still active after firing")
-        verifyEqual(total.histogram.totalCount, UInt64(n), workload, system, "lateness values recorded")
-        return Measurement(workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
-                           note: "\(actorCount) actors, startSingleTimer; \(spread); \(troupe.workersNote)",
-                           latency: LatencySummary(total.histogram))
-    }) { rows.append(m) }
+            let actors = (0..<actorCount).map { _ in troupe.system.spawn(Punctual()) }
+            let stopwatch = Stopwatch()
+            for (actor, plan) in zip(actors, plans) { actor.tell(.arm(plan)) }
+            fired.wait(what)
+            let (seconds, allocations) = stopwatch.stop()
+            sleepSeconds(config.latenessGraceSeconds)  // a second firing of any timer would arrive by now
+            var total = LatenessReport(histogram: makeLatencyHistogram())
+            for actor in actors {
+                do {
+                    let report = try actor.askBlocking { .report($0) }
+                    total.histogram.add(report.histogram)
+                    total.once += report.once
+                    total.twice += report.twice
+                    total.never += report.never
+                    total.early += report.early
+                    total.activeAfter += report.activeAfter
+                } catch {
+                    verify(false, "\(what): report ask failed: \(error)")
+                }
+                actor.stop()
+            }
+            verifyEqual(total.twice, 0, workload, system, "timers that fired more than once")
+            verifyEqual(total.never, 0, workload, system, "timers that never fired")
+            verifyEqual(total.once, n, workload, system, "timers that fired exactly once")
+            verifyEqual(total.early, 0, workload, system, "timers handled before their deadline")
+            verifyEqual(total.activeAfter, 0, workload, system, "timers still active after firing")
+            verifyEqual(total.histogram.totalCount, UInt64(n), workload, system, "lateness values recorded")
+            return Measurement(
+                workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
+                note: "\(actorCount) actors, startSingleTimer; \(spread); \(troupe.workersNote)",
+                latency: LatencySummary(total.histogram))
+        })
+    {
+        rows.append(m)
+    }
 
     return rows
 }
@@ -394,8 +423,10 @@ private func waitForQuietHeap() -> Double {
 /// Measures memory (arming window) and, if asked, idle CPU over `config.idleSeconds` while the
 /// timers stay armed; `arm` arms them and returns when all are armed, `finish` verifies and
 /// tears down. Returns the memory row (if selected) and the idle row (if selected).
-private func armedTimerRows(_ config: BenchConfig, memorySystem: String, idleSystem: String?, note: String,
-                            prepare: () -> Void, arm: () -> Void, finish: () -> Void) -> [Measurement] {
+private func armedTimerRows(
+    _ config: BenchConfig, memorySystem: String, idleSystem: String?, note: String,
+    prepare: () -> Void, arm: () -> Void, finish: () -> Void
+) -> [Measurement] {
     let wantsMemory = config.includes(.timersMemory, system: memorySystem)
     let wantsIdle = idleSystem.map { config.includes(.timersIdleCPU, system: $0) } ?? false
     guard wantsMemory || wantsIdle else { return [] }
@@ -414,10 +445,11 @@ private func armedTimerRows(_ config: BenchConfig, memorySystem: String, idleSys
     let rssAtEnd = CBenchSupport_rss_bytes()
     var rows: [Measurement] = []
     if wantsMemory {
-        var m = Measurement(workload: .timersMemory, system: memorySystem, messages: timers, seconds: seconds,
-                            allocations: allocations,
-                            note: "\(fixed(Double(allocations) / Double(timers), 2)) allocs/timer; \(note)",
-                            heapBytes: heapAtEnd - heapAtStart)  // size_t imports as Int
+        var m = Measurement(
+            workload: .timersMemory, system: memorySystem, messages: timers, seconds: seconds,
+            allocations: allocations,
+            note: "\(fixed(Double(allocations) / Double(timers), 2)) allocs/timer; \(note)",
+            heapBytes: heapAtEnd - heapAtStart)  // size_t imports as Int
         m.rssBytes = rssAtStart >= 0 && rssAtEnd >= 0 ? rssAtEnd - rssAtStart : nil
         peakWindow.close(&m)
         rows.append(m)
@@ -430,8 +462,9 @@ private func armedTimerRows(_ config: BenchConfig, memorySystem: String, idleSys
         let (idleSeconds, idleAllocations) = idleWatch.stop()
         let cpuSeconds = CBenchSupport_process_cpu_seconds() - cpuAtStart
         verify(cpuSeconds >= 0, "\(Workload.timersIdleCPU.rawValue) / \(idleSystem): getrusage failed")
-        var m = Measurement(workload: .timersIdleCPU, system: idleSystem, messages: timers, seconds: idleSeconds,
-                            allocations: idleAllocations, note: note, cpuSeconds: cpuSeconds)
+        var m = Measurement(
+            workload: .timersIdleCPU, system: idleSystem, messages: timers, seconds: idleSeconds,
+            allocations: idleAllocations, note: note, cpuSeconds: cpuSeconds)
         peakWindow.close(&m)
         rows.append(m)
     }
@@ -440,7 +473,9 @@ private func armedTimerRows(_ config: BenchConfig, memorySystem: String, idleSys
 }
 
 /// Troupe: `timers` far timers over `timers / perActor` holder actors.
-private func troupeArmedRows(_ config: BenchConfig, perActor: Int, memorySystem: String, idleSystem: String?) -> [Measurement] {
+private func troupeArmedRows(
+    _ config: BenchConfig, perActor: Int, memorySystem: String, idleSystem: String?
+) -> [Measurement] {
     let what = "\(Workload.timersMemory.rawValue) / \(memorySystem)"
     let timers = config.activeTimers
     let ticks = TickCount()
@@ -449,33 +484,39 @@ private func troupeArmedRows(_ config: BenchConfig, perActor: Int, memorySystem:
     // envelopes in flight stay within what the set-up's first messages already pooled, so the
     // window counts the timers, not envelopes allocated while the tells outrun the workers.
     var chunks: [(requests: [ArmRequest], armed: Latch)] = []
-    let layout = perActor == 1 ? "\(grouped(timers)) actors × 1 timer" : "\(grouped(timers / perActor)) actors × \(perActor) timers"
-    let rows = armedTimerRows(config, memorySystem: memorySystem, idleSystem: idleSystem,
-                              note: "\(layout), 1–2 h ahead; \(troupe.workersNote)",
-                              prepare: {
-        holders = spawnHolders(timers / perActor, ticks: ticks, what)
-        for start in stride(from: 0, to: holders.count, by: 1_000) {
-            let end = min(start + 1_000, holders.count)
-            let armed = Latch(count: end - start)
-            chunks.append(((start..<end).map { ArmRequest(count: perActor, seed: UInt64($0 + 1), done: armed) }, armed))
-        }
-    }, arm: {
-        var next = 0
-        for index in chunks.indices {
-            for request in chunks[index].requests {
-                holders[next].tell(.arm(request))
-                next += 1
+    let layout =
+        perActor == 1
+        ? "\(grouped(timers)) actors × 1 timer" : "\(grouped(timers / perActor)) actors × \(perActor) timers"
+    let rows = armedTimerRows(
+        config, memorySystem: memorySystem, idleSystem: idleSystem,
+        note: "\(layout), 1–2 h ahead; \(troupe.workersNote)",
+        prepare: {
+            holders = spawnHolders(timers / perActor, ticks: ticks, what)
+            for start in stride(from: 0, to: holders.count, by: 1_000) {
+                let end = min(start + 1_000, holders.count)
+                let armed = Latch(count: end - start)
+                chunks.append(
+                    ((start..<end).map { ArmRequest(count: perActor, seed: UInt64($0 + 1), done: armed) }, armed))
             }
-            chunks[index].requests = []  // the envelopes own the requests now (freed once handled)
-            chunks[index].armed.wait("\(what): arming")
-        }
-    }, finish: {
-        let active = activeTimers(holders, what)
-        for holder in holders { holder.stop() }
-        verifyEqual(active, timers, .timersMemory, memorySystem, "active timers")
-        verifyEqual(ticks.total, 0, .timersMemory, memorySystem, "timers fired (all were armed 1–2 h ahead)")
-        troupe.settle(what)
-    })
+        },
+        arm: {
+            var next = 0
+            for index in chunks.indices {
+                for request in chunks[index].requests {
+                    holders[next].tell(.arm(request))
+                    next += 1
+                }
+                chunks[index].requests = []  // the envelopes own the requests now (freed once handled)
+                chunks[index].armed.wait("\(what): arming")
+            }
+        },
+        finish: {
+            let active = activeTimers(holders, what)
+            for holder in holders { holder.stop() }
+            verifyEqual(active, timers, .timersMemory, memorySystem, "active timers")
+            verifyEqual(ticks.total, 0, .timersMemory, memorySystem, "timers fired (all were armed 1–2 h ahead)")
+            troupe.settle(what)
+        })
     return rows
 }
 
@@ -492,44 +533,54 @@ private func nativeArmedRows(_ config: BenchConfig) -> [Measurement] {
     let state = NativeSleepers()
     var tasks: [Task<Void, Never>] = []
     var delays: [Duration] = []
-    return armedTimerRows(config, memorySystem: timerNativeSystem, idleSystem: timerNativeSystem,
-                          note: "\(grouped(timers)) tasks in Task.sleep(for: 1–2 h)", prepare: {
-        var random = FastRandom(seed: 0xD00D)
-        delays = (0..<timers).map { _ in farDelay(&random) }
-        tasks.reserveCapacity(timers)
-    }, arm: {
-        for delay in delays {
-            tasks.append(Task {
-                state.started.add(1, ordering: .relaxed)
-                do {
-                    try await Task.sleep(for: delay)
-                    state.fired.add(1, ordering: .relaxed)
-                } catch {
-                    state.cancelled.add(1, ordering: .relaxed)
-                }
-            })
-        }
-        // Every task has started; give the last ones time to reach their sleep.
-        var waited = 0.0
-        while state.started.load(ordering: .acquiring) < timers {
-            sleepSeconds(0.001)
-            waited += 0.001
-            verify(waited < workloadDeadlineSeconds, "\(what): tasks did not start")
-        }
-        sleepSeconds(0.02)
-    }, finish: {
-        let sleeping = tasks
-        for task in sleeping { task.cancel() }
-        runBlocking(what) { for task in sleeping { await task.value } }
-        verifyEqual(state.fired.load(ordering: .acquiring), 0, .timersMemory, timerNativeSystem, "sleeps that ended (all 1–2 h)")
-        verifyEqual(state.cancelled.load(ordering: .acquiring), timers, .timersMemory, timerNativeSystem, "sleeps cancelled at the end")
-    })
+    return armedTimerRows(
+        config, memorySystem: timerNativeSystem, idleSystem: timerNativeSystem,
+        note: "\(grouped(timers)) tasks in Task.sleep(for: 1–2 h)",
+        prepare: {
+            var random = FastRandom(seed: 0xD00D)
+            delays = (0..<timers).map { _ in farDelay(&random) }
+            tasks.reserveCapacity(timers)
+        },
+        arm: {
+            for delay in delays {
+                tasks.append(
+                    Task {
+                        state.started.add(1, ordering: .relaxed)
+                        do {
+                            try await Task.sleep(for: delay)
+                            state.fired.add(1, ordering: .relaxed)
+                        } catch {
+                            state.cancelled.add(1, ordering: .relaxed)
+                        }
+                    })
+            }
+            // Every task has started; give the last ones time to reach their sleep.
+            var waited = 0.0
+            while state.started.load(ordering: .acquiring) < timers {
+                sleepSeconds(0.001)
+                waited += 0.001
+                verify(waited < workloadDeadlineSeconds, "\(what): tasks did not start")
+            }
+            sleepSeconds(0.02)
+        },
+        finish: {
+            let sleeping = tasks
+            for task in sleeping { task.cancel() }
+            runBlocking(what) { for task in sleeping { await task.value } }
+            verifyEqual(
+                state.fired.load(ordering: .acquiring), 0, .timersMemory, timerNativeSystem,
+                "sleeps that ended (all 1–2 h)")
+            verifyEqual(
+                state.cancelled.load(ordering: .acquiring), timers, .timersMemory, timerNativeSystem,
+                "sleeps cancelled at the end")
+        })
 }
 
 func timersArmedRows(_ config: BenchConfig) -> [Measurement] {
     var rows: [Measurement] = []
     rows += nativeArmedRows(config)
-    rows += troupeArmedRows(config, perActor: config.timersPerActor, memorySystem: BenchSystem.troupe, idleSystem: BenchSystem.troupe)
+    rows += troupeArmedRows(
+        config, perActor: config.timersPerActor, memorySystem: BenchSystem.troupe, idleSystem: BenchSystem.troupe)
     rows += troupeArmedRows(config, perActor: 1, memorySystem: timerOnePerActorSystem, idleSystem: nil)
     return rows
 }

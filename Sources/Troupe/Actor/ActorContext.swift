@@ -79,8 +79,10 @@ public struct ActorContext<Message: Sendable> {
     /// ticks are skipped, so a busy actor never accumulates a backlog of them. A timer with the
     /// same key is replaced. An `interval` of zero or less makes the timer stop after its next
     /// tick (after `initialDelay`, default at once); intervals below 1 µs are raised to 1 µs.
-    public func startPeriodicTimer(key: some Hashable & Sendable, message: Message, every interval: Duration,
-                                   initialDelay: Duration? = nil) {
+    public func startPeriodicTimer(
+        key: some Hashable & Sendable, message: Message, every interval: Duration,
+        initialDelay: Duration? = nil
+    ) {
         cell.assertInTurn("ActorContext.startPeriodicTimer")
         cell.startTimer(key: TimerKey(key), message: message, delay: initialDelay ?? interval, interval: interval)
     }
@@ -103,14 +105,18 @@ public struct ActorContext<Message: Sendable> {
 
     /// Spawns a child: it stops when this actor stops.
     @discardableResult
-    public func spawn<Child: SpawnableActor>(_ child: sending Child, options: SpawnOptions = .default) -> ActorRef<Child.Definition.Message> {
+    public func spawn<Child: SpawnableActor>(
+        _ child: sending Child, options: SpawnOptions = .default
+    ) -> ActorRef<Child.Definition.Message> {
         cell.assertInTurn("ActorContext.spawn")
         return cell.system.spawnRef(Child.runnable(child), factory: nil, options: options, parent: cell)
     }
 
     /// Spawns a restartable child from a factory: it stops when this actor stops.
     @discardableResult
-    public func spawn<Child: SpawnableActor>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Child) -> ActorRef<Child.Definition.Message> {
+    public func spawn<Child: SpawnableActor>(
+        options: SpawnOptions = .default, factory: @escaping @Sendable () -> Child
+    ) -> ActorRef<Child.Definition.Message> {
         cell.assertInTurn("ActorContext.spawn")
         let runnable = Child._runnableFactory(factory)
         return cell.system.spawnRef(runnable(), factory: runnable, options: options, parent: cell)

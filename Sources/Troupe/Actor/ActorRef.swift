@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 internal import CTroupe
@@ -35,10 +35,11 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
     /// handler drops the reply unanswered, `.undeliverable` when the request is dead-lettered,
     /// `.failed` when the handler answers with an error. Never hangs without one of these.
     nonisolated(nonsending)
-    public func ask<Value: Sendable>(
-        timeout: Duration? = nil,
-        _ request: (Reply<Value>) -> Message
-    ) async throws(AskError) -> Value {
+        public func ask<Value: Sendable>(
+            timeout: Duration? = nil,
+            _ request: (Reply<Value>) -> Message
+        ) async throws(AskError) -> Value
+    {
         try await Asking.await(cell.system, timeout: timeout) { state, limit in
             sendAsk(request(Reply(state)), state: state, timeout: limit)
         }

@@ -42,4 +42,3 @@ extension AnyMessage {
         AnyMessage(payload: payload, reply: TypedErasedReply(reply))
     }
 }
-

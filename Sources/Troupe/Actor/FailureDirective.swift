@@ -49,7 +49,9 @@ public struct FailureDirective: Sendable, Hashable, CustomStringConvertible {
 
     /// Restart from the spawn factory after `delay` (the actor is suspended meanwhile, its
     /// mailbox kept), with the failing message dead-lettered or retried once.
-    public static func restart(after delay: Duration = .zero, failingMessage: FailingMessage = .deadLetter) -> FailureDirective {
+    public static func restart(
+        after delay: Duration = .zero, failingMessage: FailingMessage = .deadLetter
+    ) -> FailureDirective {
         FailureDirective(action: .restart, restartDelay: delay, failingMessage: failingMessage)
     }
 
@@ -59,7 +61,8 @@ public struct FailureDirective: Sendable, Hashable, CustomStringConvertible {
         case .resume: return "resume"
         case .restart:
             if restartDelay == .zero && failingMessage == .deadLetter { return "restart" }
-            return "restart(after: \(restartDelay), \(failingMessage == .retryOnce ? "retrying once" : "dead-lettering") the failing message)"
+            return
+                "restart(after: \(restartDelay), \(failingMessage == .retryOnce ? "retrying once" : "dead-lettering") the failing message)"
         }
     }
 }

@@ -40,7 +40,8 @@ extension HandlerActor {
     }
 
     /// A factory whose instances are set up as they are made (a restart's fresh instance).
-    public static func _runnableFactory(_ factory: @escaping @Sendable () -> Self) -> @Sendable () -> _HandlerHost<Self> {
+    public static func _runnableFactory(_ factory: @escaping @Sendable () -> Self) -> @Sendable () -> _HandlerHost<Self>
+    {
         {
             do {
                 return try _HandlerHost(validating: factory())
@@ -56,7 +57,6 @@ extension HandlerActor {
     public mutating func didRestart(reason: any Error, context: ActorContext<AnyMessage>) { started(context: context) }
 }
 
-
 /// A ``HandlerActor`` whose `setup` cannot be used.
 public enum HandlerSetupError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `setup` registered more than one handler for these message types.
@@ -69,4 +69,3 @@ public enum HandlerSetupError: Error, Sendable, Hashable, CustomStringConvertibl
         }
     }
 }
-

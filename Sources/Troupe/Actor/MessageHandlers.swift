@@ -87,4 +87,3 @@ public struct MessageHandlers<Actor> {
         }
     }
 }
-

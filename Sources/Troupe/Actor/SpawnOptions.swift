@@ -47,9 +47,11 @@ public struct SpawnOptions: Sendable {
     /// keeps it alive.
     public var selfInvalidating: Bool
 
-    public init(name: String? = nil, mailbox: MailboxKind = .unbounded, executor: ActorExecutor = .shared,
-                failureDecider: FailureDecider? = nil, tracksMailboxDepth: Bool = false,
-                selfInvalidating: Bool = false) {
+    public init(
+        name: String? = nil, mailbox: MailboxKind = .unbounded, executor: ActorExecutor = .shared,
+        failureDecider: FailureDecider? = nil, tracksMailboxDepth: Bool = false,
+        selfInvalidating: Bool = false
+    ) {
         self.name = name
         self.mailbox = mailbox
         self.executor = executor

@@ -37,7 +37,7 @@ public struct Terminated: Sendable, CustomStringConvertible {
     public var description: String { "\(actor) terminated (\(reason))" }
 }
 
-/// An error given as the reason of a restart requested with ``ActorRef/requestRestart(reason:)``
+/// An error given as the reason of a restart requested with ``ActorRef/requestRestart(reason:after:)``
 /// without one of its own.
 public struct RestartRequested: Error, Sendable, CustomStringConvertible {
     public init() {}

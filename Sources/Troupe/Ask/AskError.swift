@@ -41,7 +41,8 @@ public enum AskError: Error, Sendable, CustomStringConvertible {
         case .undeliverable(let reason): "ask failed: the request became a dead letter (\(reason))"
         case .failed(let error): "ask failed: the handler answered with an error: \(error)"
         case .typeMismatch(let expected, let actual): "ask failed: expected a reply of type \(expected), got \(actual)"
-        case .blockingOnWorkerThread: "askBlocking called where it could deadlock (a shared Troupe worker thread, or a dedicated actor asking itself); use `try await ask` or context.ask inside actors"
+        case .blockingOnWorkerThread:
+            "askBlocking called where it could deadlock (a shared Troupe worker thread, or a dedicated actor asking itself); use `try await ask` or context.ask inside actors"
         case .cancelled: "ask cancelled: the awaiting task was cancelled (a request already sent may still be handled)"
         }
     }

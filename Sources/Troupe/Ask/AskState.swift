@@ -3,7 +3,7 @@ import Synchronization
 
 /// The state of one pending ask: completed exactly once, by the reply, the timeout, a failed
 /// delivery or the reply being dropped, whichever comes first.
-class AskStateBase: TimerEntry, @unchecked Sendable {  // subclass state is set before publication, then guarded by `completed`
+class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication, then guarded by `completed`
     let completed = Atomic<Bool>(false)
 
     /// The request became a dead letter: fail the ask with the matching error.
@@ -13,7 +13,11 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // subclass state is set 
     func failHandler(_ error: any Error) {}
 }
 
-final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // fields are written before the state is shared (the continuation before `installed` is set) and read once, by the winner of `completed`
+/// The typed state of an ask.
+///
+/// Thread-safety: its fields are written before the state is shared (the continuation before
+/// `installed` is set) and read once, by the winner of `completed`.
+final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the contract above
     typealias Completion = Result<Value, AskError>
 
     private var continuation: UnsafeContinuation<Completion, Never>?

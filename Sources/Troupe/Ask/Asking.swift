@@ -6,10 +6,11 @@ enum Asking {
     /// Suspends until the ask completes (answer, error, timeout, drop, failed delivery, or the
     /// awaiting task's cancellation).
     nonisolated(nonsending)
-    static func await<Value: Sendable>(
-        _ system: ActorSystem, timeout: Duration?,
-        send: (AskState<Value>, Duration) -> Void
-    ) async throws(AskError) -> Value {
+        static func await<Value: Sendable>(
+            _ system: ActorSystem, timeout: Duration?,
+            send: (AskState<Value>, Duration) -> Void
+        ) async throws(AskError) -> Value
+    {
         let limit = timeout ?? system.configuration.askTimeout
         // A task cancelled before the ask sends nothing.
         if Task.isCancelled { throw .cancelled }

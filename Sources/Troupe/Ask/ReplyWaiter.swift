@@ -2,7 +2,7 @@ import Synchronization
 
 /// Blocks one non-worker thread until an ask completes: `complete` from any thread (once),
 /// `wait` on the one blocked thread. Used by `askBlocking` on refs and pools.
-final class ReplyWaiter<Value: Sendable>: @unchecked Sendable {  // `result` is written once before the releasing store of `done` and read after its acquiring load
+final class ReplyWaiter<Value: Sendable>: @unchecked Sendable {  // `result`: written before `done` is released
     private var result: Result<Value, AskError>?
     private let done = Atomic<Bool>(false)
     private let signal = EventCount()

@@ -13,7 +13,9 @@ extension ActorCell {
         let decider = config?.failureDecider ?? system.configuration.failureDecider
         var directive = decider(failure)
         if directive.action == .restart && !isRestartable {
-            system.logger.error("\(failure); restart requested but the actor was spawned without a factory (use spawn(options:factory:)); stopping")
+            system.logger.error(
+                "\(failure); restart requested but the actor was spawned without a factory (use spawn(options:factory:)); stopping"
+            )
             directive = .stop
         }
         system.hooks.actorFailed(failure, directive)
@@ -47,7 +49,9 @@ extension ActorCell {
     /// The restart another thread asked for (``AnyCell/requestRestart(reason:after:)``).
     /// Returns true when it is delayed: the actor is now suspended.
     func restartAsRequested() -> Bool {
-        let before = Lifecycle(rawValue: lifecycle.bitwiseAnd(~Lifecycle.restartRequested.rawValue, ordering: .acquiringAndReleasing).oldValue)
+        let before = Lifecycle(
+            rawValue: lifecycle.bitwiseAnd(~Lifecycle.restartRequested.rawValue, ordering: .acquiringAndReleasing)
+                .oldValue)
         guard before.contains(.restartRequested), isRestartable else { return false }
         let request = config?.takeRestartRequest()
         let reason: any Error = request?.reason ?? RestartRequested()

@@ -3,7 +3,9 @@ import Synchronization
 internal import CTroupe
 
 /// The cell of one actor definition: owns the instance and runs its turns.
-final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Message>, @unchecked Sendable {  // inherits AnyCell's contract
+final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Message>,
+    @unchecked Sendable  // AnyCell's contract
+{
     typealias Message = Definition.Message
 
     /// Touched only by the holder of the scheduling right, which the mailbox protocol makes
@@ -64,7 +66,9 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     }
 
     @inline(__always)
-    private func runTurnHoldingTheRight(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
+    private func runTurnHoldingTheRight(
+        buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int
+    ) -> Bool {
         if _slowPath(flags.intersection([.started, .suspended]) != .started) {
             if !beginTurnSlowly() { return suspensionTurnEnded() }
         }
@@ -105,7 +109,10 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         guard let suspension = extras.suspension else { return true }
         extras.suspension = nil
         // A restart requested meanwhile is covered by this one.
-        if Lifecycle(rawValue: lifecycle.bitwiseAnd(~Lifecycle.restartRequested.rawValue, ordering: .acquiringAndReleasing).oldValue).contains(.restartRequested) {
+        if Lifecycle(
+            rawValue: lifecycle.bitwiseAnd(~Lifecycle.restartRequested.rawValue, ordering: .acquiringAndReleasing)
+                .oldValue
+        ).contains(.restartRequested) {
             _ = config?.takeRestartRequest()
         }
         if !Lifecycle(rawValue: lifecycle.load(ordering: .relaxed)).contains(.stopped) {

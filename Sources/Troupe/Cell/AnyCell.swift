@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 internal import CTroupe
@@ -28,8 +28,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Protected by the scheduling right: only its holder reads or writes them.
     var flags: CellFlags = []
     #if DEBUG
-    /// Debug builds: the thread running this cell's turn (0 between turns), for ``assertInTurn(_:)``.
-    let turnThread = Atomic<UInt>(0)
+        /// Debug builds: the thread running this cell's turn (0 between turns), for ``assertInTurn(_:)``.
+        let turnThread = Atomic<UInt>(0)
     #endif
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: MailboxMode
@@ -62,7 +62,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
 
     var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
     var isStopped: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.stopped) }
-    var isStoppedOrAbandoned: Bool { !Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).isDisjoint(with: [.stopped, .abandoned]) }
+    var isStoppedOrAbandoned: Bool {
+        !Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).isDisjoint(with: [.stopped, .abandoned])
+    }
 
     /// Why the actor stopped; `nil` while it runs. Reliable on the actor itself, and on other
     /// threads once the cell has left the registry (see ``CellExtras``).
@@ -104,8 +106,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     @inline(__always)
     final func inTurn<Result>(_ body: () -> Result) -> Result {
         #if DEBUG
-        turnThread.store(UInt(pthread_self()), ordering: .relaxed)
-        defer { turnThread.store(0, ordering: .relaxed) }
+            turnThread.store(UInt(pthread_self()), ordering: .relaxed)
+            defer { turnThread.store(0, ordering: .relaxed) }
         #endif
         return body()
     }
@@ -117,10 +119,12 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     @inline(__always)
     final func assertInTurn(_ what: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line) {
         #if DEBUG
-        let owner = turnThread.load(ordering: .relaxed)
-        if owner != UInt(pthread_self()) {
-            fatalError("\(what()) used outside \(address)'s turn: an ActorContext (and the cell state behind it) belongs to the handler it was given to; capture context.ref to reach the actor from elsewhere", file: file, line: line)
-        }
+            let owner = turnThread.load(ordering: .relaxed)
+            if owner != UInt(pthread_self()) {
+                fatalError(
+                    "\(what()) used outside \(address)'s turn: an ActorContext (and the cell state behind it) belongs to the handler it was given to; capture context.ref to reach the actor from elsewhere",
+                    file: file, line: line)
+            }
         #endif
     }
 

@@ -4,7 +4,7 @@ import Synchronization
 /// that the common cell stays small.
 final class CellConfig: Sendable {
     let name: String?
-    let capacity: Int                  // 0: unbounded
+    let capacity: Int  // 0: unbounded
     let overflow: MailboxOverflowPolicy
     let dedicated: Worker?
     let failureDecider: FailureDecider?
@@ -27,7 +27,9 @@ final class CellConfig: Sendable {
             overflow = .fail
         case .bounded(let bound, let policy):
             if bound < 1 {
-                fatalError("SpawnOptions.mailbox: .bounded(capacity: \(bound), …) needs a capacity of at least 1; use .unbounded for no limit")
+                fatalError(
+                    "SpawnOptions.mailbox: .bounded(capacity: \(bound), …) needs a capacity of at least 1; use .unbounded for no limit"
+                )
             }
             capacity = bound
             overflow = policy
@@ -64,7 +66,7 @@ final class CellConfig: Sendable {
 }
 
 /// A restart asked for with ``ActorRef/requestRestart(reason:after:)``.
-final class RestartRequest: @unchecked Sendable {  // immutable; the error is only read by the actor that takes the request
+final class RestartRequest: @unchecked Sendable {  // immutable; read by the taker only
     let reason: any Error
     let delay: Duration
     init(reason: any Error, delay: Duration) {

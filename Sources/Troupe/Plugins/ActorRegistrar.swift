@@ -52,8 +52,9 @@ public class ActorRegistrar {
         try add(Actor.self, accepting: Actor.Definition.Message.self, kind: .singleton, name: name) { name in
             { system in
                 // A misused `setup` is a creation error for the looker-up, not a trap.
-                let restart = Self.restartFactory(name: name, system: system, first: try Actor._runnable(make()),
-                                                  make: { _ in Actor.runnable(make()) })
+                let restart = Self.restartFactory(
+                    name: name, system: system, first: try Actor._runnable(make()),
+                    make: { _ in Actor.runnable(make()) })
                 return system.spawnRef(options: Self.named(options, name), factory: restart)
             }
         }
@@ -72,7 +73,9 @@ public class ActorRegistrar {
     ) throws(RegistryError) -> String {
         // Made runnable now: a misused `setup` is an error of this registration.
         let runnable: Actor.Definition
-        do { runnable = try Actor._runnable(actor) } catch { throw .creationFailed(name: name ?? Self.typeName(Actor.self), error: error) }
+        do { runnable = try Actor._runnable(actor) } catch {
+            throw .creationFailed(name: name ?? Self.typeName(Actor.self), error: error)
+        }
         let held = Locked<Actor.Definition?>(runnable)
         return try add(Actor.self, accepting: Actor.Definition.Message.self, kind: .instance, name: name) { name in
             { system in
@@ -107,8 +110,9 @@ public class ActorRegistrar {
     ) throws(RegistryError) -> String {
         try add(Actor.self, accepting: Actor.Definition.Message.self, kind: .factory, name: name) { name in
             { system in
-                let restart = Self.restartFactory(name: name, system: system, first: try Actor._runnable(try make(system)),
-                                                  make: { Actor.runnable(try make($0)) })
+                let restart = Self.restartFactory(
+                    name: name, system: system, first: try Actor._runnable(try make(system)),
+                    make: { Actor.runnable(try make($0)) })
                 return system.spawnRef(options: Self.named(options, name), factory: restart)
             }
         }
@@ -126,7 +130,9 @@ public class ActorRegistrar {
             do {
                 return try make(system)
             } catch {
-                fatalError("the factory of '\(name)' threw while restarting the actor: \(error); a factory may only fail on first access")
+                fatalError(
+                    "the factory of '\(name)' threw while restarting the actor: \(error); a factory may only fail on first access"
+                )
             }
         }
     }
@@ -144,9 +150,12 @@ public class ActorRegistrar {
         options: SpawnOptions = .default,
         member: @escaping @Sendable (Int) -> Actor
     ) throws(RegistryError) -> String {
-        do { try routing.validate(size: size) } catch { throw .invalidPool(name: name ?? Self.typeName(Actor.self), error) }
+        do { try routing.validate(size: size) } catch {
+            throw .invalidPool(name: name ?? Self.typeName(Actor.self), error)
+        }
         return try add(Actor.self, accepting: Actor.Definition.Message.self, kind: .pool, name: name) { name in
-            { system in try system.spawnPool(size: size, routing: routing, name: name, options: options, member: member) }
+            { system in try system.spawnPool(size: size, routing: routing, name: name, options: options, member: member)
+            }
         }
     }
 
@@ -170,7 +179,8 @@ public class ActorRegistrar {
     func install(_ plugin: some TroupePlugin) throws(RegistryError) {
         let descriptor = plugin.descriptor
         guard descriptor.apiVersion == PluginAPI.version else {
-            throw .pluginAPIMismatch(plugin: descriptor.name, pluginAPI: descriptor.apiVersion, runtimeAPI: PluginAPI.version)
+            throw .pluginAPIMismatch(
+                plugin: descriptor.name, pluginAPI: descriptor.apiVersion, runtimeAPI: PluginAPI.version)
         }
         guard plugins[descriptor.name] == nil else { throw .pluginAlreadyInstalled(descriptor.name) }
         let outer = currentPlugin
@@ -234,9 +244,13 @@ public final class PluginHooks {
     /// See ``SystemHooks/onActorStopped(_:)``.
     public func onActorStopped(_ observer: @escaping @Sendable (ActorAddress) -> Void) { stopped.append(observer) }
     /// See ``SystemHooks/onActorFailed(_:)``.
-    public func onActorFailed(_ observer: @escaping @Sendable (ActorFailure, FailureDirective) -> Void) { failed.append(observer) }
+    public func onActorFailed(_ observer: @escaping @Sendable (ActorFailure, FailureDirective) -> Void) {
+        failed.append(observer)
+    }
     /// See ``SystemHooks/onActorRestarted(_:)``.
-    public func onActorRestarted(_ observer: @escaping @Sendable (ActorAddress, any Error) -> Void) { restarted.append(observer) }
+    public func onActorRestarted(_ observer: @escaping @Sendable (ActorAddress, any Error) -> Void) {
+        restarted.append(observer)
+    }
     /// See ``SystemHooks/onDeadLetter(_:)``.
     public func onDeadLetter(_ observer: @escaping @Sendable (DeadLetter) -> Void) { deadLetters.append(observer) }
 

@@ -1,8 +1,8 @@
 internal import TroupeLocks
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Synchronization
 
@@ -10,29 +10,39 @@ extension ActorSystem {
     /// The actor registered for `type` (created now if it is a singleton or factory not yet
     /// accessed). Fails with ``RegistryError``: unknown type, registered under several names,
     /// registered as a pool.
-    public func actor<Actor: SpawnableActor>(_ type: Actor.Type) throws(RegistryError) -> ActorRef<Actor.Definition.Message> {
+    public func actor<Actor: SpawnableActor>(
+        _ type: Actor.Type
+    ) throws(RegistryError) -> ActorRef<Actor.Definition.Message> {
         let entry = try providers.entry(ofType: type)
-        return try providers.resolve(entry, pool: false, accepting: Actor.Definition.Message.self,
-                                          as: ActorRef<Actor.Definition.Message>.self, in: self)
+        return try providers.resolve(
+            entry, pool: false, accepting: Actor.Definition.Message.self,
+            as: ActorRef<Actor.Definition.Message>.self, in: self)
     }
 
     /// The actor registered as `name`, which must accept `Message` (`AnyMessage` for actors
     /// with per-type handlers): how a host reaches actors of a loaded plugin, whose types it
     /// does not know.
-    public func actor<Message: Sendable>(named name: String, accepting message: Message.Type = Message.self) throws(RegistryError) -> ActorRef<Message> {
+    public func actor<Message: Sendable>(
+        named name: String, accepting message: Message.Type = Message.self
+    ) throws(RegistryError) -> ActorRef<Message> {
         let entry = try providers.entry(named: name)
         return try providers.resolve(entry, pool: false, accepting: message, as: ActorRef<Message>.self, in: self)
     }
 
     /// The pool registered for `type`.
-    public func pool<Actor: SpawnableActor>(_ type: Actor.Type) throws(RegistryError) -> ActorPool<Actor.Definition.Message> {
+    public func pool<Actor: SpawnableActor>(
+        _ type: Actor.Type
+    ) throws(RegistryError) -> ActorPool<Actor.Definition.Message> {
         let entry = try providers.entry(ofType: type)
-        return try providers.resolve(entry, pool: true, accepting: Actor.Definition.Message.self,
-                                          as: ActorPool<Actor.Definition.Message>.self, in: self)
+        return try providers.resolve(
+            entry, pool: true, accepting: Actor.Definition.Message.self,
+            as: ActorPool<Actor.Definition.Message>.self, in: self)
     }
 
     /// The pool registered as `name`, whose members accept `Message`.
-    public func pool<Message: Sendable>(named name: String, accepting message: Message.Type = Message.self) throws(RegistryError) -> ActorPool<Message> {
+    public func pool<Message: Sendable>(
+        named name: String, accepting message: Message.Type = Message.self
+    ) throws(RegistryError) -> ActorPool<Message> {
         let entry = try providers.entry(named: name)
         return try providers.resolve(entry, pool: true, accepting: message, as: ActorPool<Message>.self, in: self)
     }

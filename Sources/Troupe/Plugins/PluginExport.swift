@@ -19,9 +19,11 @@ public struct PluginEntryHeader {
     public var plugin: UnsafeMutableRawPointer?
 
     @_alwaysEmitIntoClient
-    public init(magic: UInt64 = PluginEntryHeader.expectedMagic, apiVersion: UInt32,
-                name: UnsafeMutablePointer<CChar>?, version: UnsafeMutablePointer<CChar>?,
-                plugin: UnsafeMutableRawPointer?) {
+    public init(
+        magic: UInt64 = PluginEntryHeader.expectedMagic, apiVersion: UInt32,
+        name: UnsafeMutablePointer<CChar>?, version: UnsafeMutablePointer<CChar>?,
+        plugin: UnsafeMutableRawPointer?
+    ) {
         self.magic = magic
         self.apiVersion = apiVersion
         self.headerSize = UInt32(MemoryLayout<PluginEntryHeader>.size)
@@ -52,12 +54,13 @@ public enum PluginExport {
     public static func entryPoint(for plugin: some TroupePlugin) -> UnsafeMutableRawPointer {
         let descriptor = plugin.descriptor
         let header = UnsafeMutablePointer<PluginEntryHeader>.allocate(capacity: 1)
-        header.initialize(to: PluginEntryHeader(
-            apiVersion: PluginAPI.version,
-            name: cString(descriptor.name),
-            version: cString(descriptor.version),
-            plugin: Unmanaged.passRetained(PluginExportBox(plugin)).toOpaque()
-        ))
+        header.initialize(
+            to: PluginEntryHeader(
+                apiVersion: PluginAPI.version,
+                name: cString(descriptor.name),
+                version: cString(descriptor.version),
+                plugin: Unmanaged.passRetained(PluginExportBox(plugin)).toOpaque()
+            ))
         return UnsafeMutableRawPointer(header)
     }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Why a plugin library could not be loaded. Every message says what to do about it.
@@ -53,7 +53,8 @@ public enum PluginLoadError: Error, Sendable, CustomStringConvertible {
         case .alreadyLoaded(let plugin, let path):
             return "plugin '\(plugin)' is already loaded into this system (\(path)); load each plugin once per system"
         case .separateRuntimeCopy(let plugin, let path):
-            return "plugin '\(plugin)' (\(path)) uses another copy of the Troupe module than this host (one linked into "
+            return
+                "plugin '\(plugin)' (\(path)) uses another copy of the Troupe module than this host (one linked into "
                 + "it, or a libTroupeDynamic.so the host does not use), so its types are not the host's; build the plugin "
                 + "in its own package against the TroupeDynamic product (type: .dynamic), and have the host link "
                 + "TroupeDynamic too or export its own Troupe symbols (-Xlinker --export-dynamic)"

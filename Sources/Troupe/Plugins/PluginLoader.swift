@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A plugin library opened and checked, ready to register.
@@ -50,7 +50,8 @@ enum PluginLibraryLoader {
         // (`.ci/lsan-suppressions.txt`).
         let header = raw.assumingMemoryBound(to: PluginEntryHeader.self)
         guard header.pointee.magic == PluginEntryHeader.expectedMagic,
-              header.pointee.headerSize >= UInt32(MemoryLayout<PluginEntryHeader>.offset(of: \.plugin)!) else {
+            header.pointee.headerSize >= UInt32(MemoryLayout<PluginEntryHeader>.offset(of: \.plugin)!)
+        else {
             throw .invalidEntryPoint(path: path)
         }
         let name = header.pointee.name.map { String(cString: $0) } ?? "(unnamed)"
@@ -92,7 +93,9 @@ private struct LibraryPlugin: TroupePlugin {
 
 extension ActorRegistrar {
     /// Loads, checks and registers the plugin at `path` into this registrar.
-    func loadPlugin(at path: String, alreadyInSystem: (_ realPath: String, _ name: String?) -> String?) throws(PluginLoadError) -> LoadedPluginLibrary {
+    func loadPlugin(
+        at path: String, alreadyInSystem: (_ realPath: String, _ name: String?) -> String?
+    ) throws(PluginLoadError) -> LoadedPluginLibrary {
         let realPath = try PluginLibraryLoader.realPath(of: path)
         if let name = libraries[realPath] ?? alreadyInSystem(realPath, nil) {
             throw .alreadyLoaded(plugin: name, path: path)

@@ -1,8 +1,8 @@
 internal import TroupeLocks
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 import Synchronization
 
@@ -32,9 +32,11 @@ final class ProviderEntry: Sendable {
     let make: @Sendable (ActorSystem) throws -> any Sendable
     let slot = Locked<Slot>(.empty)
 
-    init(name: String, typeID: ObjectIdentifier, typeName: String, messageTypeID: ObjectIdentifier,
-         messageTypeName: String, kind: ProviderKind, plugin: String?,
-         make: @escaping @Sendable (ActorSystem) throws -> any Sendable) {
+    init(
+        name: String, typeID: ObjectIdentifier, typeName: String, messageTypeID: ObjectIdentifier,
+        messageTypeName: String, kind: ProviderKind, plugin: String?,
+        make: @escaping @Sendable (ActorSystem) throws -> any Sendable
+    ) {
         self.name = name
         self.typeID = typeID
         self.typeName = typeName

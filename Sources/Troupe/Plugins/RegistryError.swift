@@ -48,7 +48,8 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
             return "the name '\(name)' is already registered for \(existingType)\(owner); give this registration "
                 + "another name with `name:`"
         case .emptyName:
-            return "an actor registration or lookup used an empty name; pass a non-empty `name:` or omit it to use the type name"
+            return
+                "an actor registration or lookup used an empty name; pass a non-empty `name:` or omit it to use the type name"
         case .messageTypeMismatch(let name, let accepts, let requested):
             return "'\(name)' accepts \(accepts), not \(requested); look it up as `accepting: \(accepts).self` "
                 + "(for per-type handler actors: AnyMessage)"
@@ -56,7 +57,8 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
             if registeredAs.isPool {
                 return "'\(name)' is registered as a pool, not a single actor; get it with `system.pool(...)`"
             }
-            return "'\(name)' is a single actor (registered as \(registeredAs)), not a \(requested); get it with `system.actor(...)`"
+            return
+                "'\(name)' is a single actor (registered as \(registeredAs)), not a \(requested); get it with `system.actor(...)`"
         case .invalidPool(let name, let error):
             return "pool '\(name)': \(error)"
         case .creationCycle(let name):
@@ -67,7 +69,8 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
         case .pluginAlreadyInstalled(let name):
             return "plugin '\(name)' is already installed in this system; install or load each plugin once"
         case .pluginAPIMismatch(let plugin, let pluginAPI, let runtimeAPI):
-            return "plugin '\(plugin)' was built for Troupe plugin API \(pluginAPI), this runtime provides \(runtimeAPI); "
+            return
+                "plugin '\(plugin)' was built for Troupe plugin API \(pluginAPI), this runtime provides \(runtimeAPI); "
                 + "rebuild the plugin against this version of Troupe"
         case .pluginRegistrationFailed(let plugin, let error):
             return "plugin '\(plugin)' failed to register its actors: \(error)"

@@ -29,7 +29,9 @@ public final class SystemBuilder: ActorRegistrar {
     }
 
     /// A builder whose system uses `services` (replacing the configuration's).
-    public convenience init(configuration: ActorSystem.Configuration = ActorSystem.Configuration(), services: ServiceLocator) {
+    public convenience init(
+        configuration: ActorSystem.Configuration = ActorSystem.Configuration(), services: ServiceLocator
+    ) {
         var configuration = configuration
         configuration.services = services
         self.init(configuration: configuration)

@@ -15,11 +15,12 @@ extension ActorPool where Message == AnyMessage {
 
     /// Sends any value to every member and returns their answers in member order.
     nonisolated(nonsending)
-    public func askAll<Payload: Sendable, Value: Sendable>(
-        _ payload: Payload,
-        returning: Value.Type = Value.self,
-        timeout: Duration? = nil
-    ) async -> [Result<Value, AskError>] {
+        public func askAll<Payload: Sendable, Value: Sendable>(
+            _ payload: Payload,
+            returning: Value.Type = Value.self,
+            timeout: Duration? = nil
+        ) async -> [Result<Value, AskError>]
+    {
         await askAll(timeout: timeout) { (reply: Reply<Value>) in AnyMessage.request(payload, reply) }
     }
 }

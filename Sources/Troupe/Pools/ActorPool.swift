@@ -3,7 +3,7 @@ import Synchronization
 internal import CTroupe
 
 /// A ref-like front for several actors of one definition (its members): each message goes to
-/// one member chosen by the pool's ``PoolRouting``, or to all of them with ``broadcast(_:)``.
+/// one member chosen by the pool's ``PoolRouting``, or to all of them with `broadcast(_:)`.
 /// A pool lets slow work (network calls) proceed several messages
 /// at a time while each member still handles one message at a time.
 ///
@@ -17,7 +17,7 @@ internal import CTroupe
 /// Thread-safety: `Sendable`; tell, ask and broadcast from any thread. Routing takes no lock
 /// and allocates nothing: see ``PoolRouting``. Dropping the pool does not stop its members;
 /// ``stop()`` does (as does shutting the system down).
-public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `slots` buffer: each slot is written once, before a release store of `memberCount` covers it; readers acquire the count
+public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // slots published by `memberCount`
     /// The pool's name; members are named `name-0`, `name-1`, …
     public let name: String
     /// The system the members run in.
@@ -35,8 +35,10 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
     private let growing = Atomic<Bool>(false)
     private let spawnMember: @Sendable (Int) -> PoolMember<Message>
 
-    init(name: String, system: ActorSystem, size: Int, routing: PoolRouting<Message>,
-         spawnMember: @escaping @Sendable (Int) -> PoolMember<Message>) throws(PoolError) {
+    init(
+        name: String, system: ActorSystem, size: Int, routing: PoolRouting<Message>,
+        spawnMember: @escaping @Sendable (Int) -> PoolMember<Message>
+    ) throws(PoolError) {
         try routing.validate(size: size)
         self.name = name
         self.system = system
@@ -91,10 +93,11 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
     /// Sends a request to the member the routing picks (with ``PoolRouting/broadcast``: the next
     /// member in turn) and waits for its answer; fails like ``ActorRef/ask(timeout:_:)``.
     nonisolated(nonsending)
-    public func ask<Value: Sendable>(
-        timeout: Duration? = nil,
-        _ request: (Reply<Value>) -> Message
-    ) async throws(AskError) -> Value {
+        public func ask<Value: Sendable>(
+            timeout: Duration? = nil,
+            _ request: (Reply<Value>) -> Message
+        ) async throws(AskError) -> Value
+    {
         try await Asking.await(system, timeout: timeout) { state, limit in
             send(request(Reply(state)), state: state, timeout: limit)
         }
@@ -119,9 +122,12 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
-        try Asking.blocking(system, timeout: timeout, targets: { cell in
-            (0..<memberCount.load(ordering: .acquiring)).contains { slots[$0].ref.cell === cell }
-        }) { state, limit in
+        try Asking.blocking(
+            system, timeout: timeout,
+            targets: { cell in
+                (0..<memberCount.load(ordering: .acquiring)).contains { slots[$0].ref.cell === cell }
+            }
+        ) { state, limit in
             send(request(Reply(state)), state: state, timeout: limit)
         }
     }
@@ -129,10 +135,11 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
     /// Asks every member (each gets its own request and reply) and returns the results in
     /// member order, once all have answered or failed.
     nonisolated(nonsending)
-    public func askAll<Value: Sendable>(
-        timeout: Duration? = nil,
-        _ request: (Reply<Value>) -> Message
-    ) async -> [Result<Value, AskError>] {
+        public func askAll<Value: Sendable>(
+            timeout: Duration? = nil,
+            _ request: (Reply<Value>) -> Message
+        ) async -> [Result<Value, AskError>]
+    {
         let targets = refs(upTo: memberCount.load(ordering: .acquiring))
         let gather = AskGather<Value>(count: targets.count)
         return await withUnsafeContinuation { continuation in
@@ -255,7 +262,9 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // raw `
     /// sender then routes to its new member and this one to the least loaded). Returns the new
     /// member's index.
     private func grow() -> Int? {
-        guard growing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return nil }
+        guard growing.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            return nil
+        }
         defer { growing.store(false, ordering: .releasing) }
         let count = memberCount.load(ordering: .relaxed)  // only the holder of `growing` writes it
         guard count < capacity else { return nil }

@@ -17,8 +17,10 @@ extension ActorSystem {
         member: @escaping @Sendable (Int) -> Actor
     ) throws(PoolError) -> ActorPool<Actor.Definition.Message> {
         let poolName = name ?? options.name ?? String(describing: Actor.self)
-        let spawner = Self.memberSpawner(system: self, poolName: poolName, options: options,
-                                         tracksLoad: routing.tracksLoad) { Actor.runnable(member($0)) }
+        let spawner = Self.memberSpawner(
+            system: self, poolName: poolName, options: options,
+            tracksLoad: routing.tracksLoad
+        ) { Actor.runnable(member($0)) }
         return try ActorPool(name: poolName, system: self, size: size, routing: routing, spawnMember: spawner)
     }
 
@@ -32,7 +34,8 @@ extension ActorSystem {
         of make: @escaping @Sendable () -> Actor,
         configure: @escaping @Sendable (inout Actor, Int) -> Void
     ) throws(PoolError) -> ActorPool<Actor.Definition.Message> {
-        try spawnPool(size: size, routing: routing, name: name, options: options, member: configuredMember(make, configure))
+        try spawnPool(
+            size: size, routing: routing, name: name, options: options, member: configuredMember(make, configure))
     }
 
     static func memberSpawner<Definition: ActorDefinition>(
@@ -47,7 +50,9 @@ extension ActorSystem {
             }
             memberOptions.tracksMailboxDepth = true
             let load = MemberLoad()
-            let ref = system.spawnRef(options: memberOptions) { LoadReportingMember(definition: member(index), load: load) }
+            let ref = system.spawnRef(options: memberOptions) {
+                LoadReportingMember(definition: member(index), load: load)
+            }
             return PoolMember(ref: ref, load: load)
         }
     }

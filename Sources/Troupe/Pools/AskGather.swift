@@ -28,14 +28,15 @@ final class AskGather<Value: Sendable>: Sendable {
     }
 
     func complete(_ index: Int, _ result: Result<Value, AskError>) {
-        let finished: (UnsafeContinuation<[Result<Value, AskError>], Never>, [Result<Value, AskError>])? = state.withLock { state in
-            guard state.results[index] == nil else { return nil }
-            state.results[index] = result
-            state.remaining -= 1
-            guard state.remaining == 0, let continuation = state.continuation else { return nil }
-            state.continuation = nil
-            return (continuation, state.results.map { $0! })
-        }
+        let finished: (UnsafeContinuation<[Result<Value, AskError>], Never>, [Result<Value, AskError>])? =
+            state.withLock { state in
+                guard state.results[index] == nil else { return nil }
+                state.results[index] = result
+                state.remaining -= 1
+                guard state.remaining == 0, let continuation = state.continuation else { return nil }
+                state.continuation = nil
+                return (continuation, state.results.map { $0! })
+            }
         if let (continuation, results) = finished { continuation.resume(returning: results) }
     }
 }

@@ -9,11 +9,12 @@ extension MessageTarget where Message == AnyMessage {
 
     /// Sends any value and waits for the handler's answer, of type `Value`.
     nonisolated(nonsending)
-    public func ask<Payload: Sendable, Value: Sendable>(
-        _ payload: Payload,
-        returning: Value.Type = Value.self,
-        timeout: Duration? = nil
-    ) async throws(AskError) -> Value {
+        public func ask<Payload: Sendable, Value: Sendable>(
+            _ payload: Payload,
+            returning: Value.Type = Value.self,
+            timeout: Duration? = nil
+        ) async throws(AskError) -> Value
+    {
         try await ask(timeout: timeout) { (reply: Reply<Value>) in AnyMessage.request(payload, reply) }
     }
 
@@ -38,4 +39,3 @@ extension MessageTarget where Message == AnyMessage {
         try askBlocking(timeout: timeout) { (reply: Reply<Value>) in AnyMessage.request(payload, reply) }
     }
 }
-

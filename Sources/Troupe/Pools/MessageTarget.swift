@@ -9,16 +9,21 @@ public protocol MessageTarget<Message>: Sendable {
 
     /// Sends a request and waits for the answer; see ``ActorRef/ask(timeout:_:)``.
     nonisolated(nonsending)
-    func ask<Value: Sendable>(timeout: Duration?, _ request: (Reply<Value>) -> Message) async throws(AskError) -> Value
+        func ask<Value: Sendable>(
+            timeout: Duration?, _ request: (Reply<Value>) -> Message
+        ) async throws(AskError) -> Value
 
     /// Sends a request and calls `onReply` once with the result; see
     /// ``ActorRef/ask(timeout:_:onReply:)``.
-    func ask<Value: Sendable>(timeout: Duration?, _ request: (Reply<Value>) -> Message,
-                              onReply: @escaping @Sendable (Result<Value, AskError>) -> Void)
+    func ask<Value: Sendable>(
+        timeout: Duration?, _ request: (Reply<Value>) -> Message,
+        onReply: @escaping @Sendable (Result<Value, AskError>) -> Void)
 
     /// Blocks the calling (non-worker) thread until the answer arrives; see
     /// ``ActorRef/askBlocking(timeout:_:)``.
-    func askBlocking<Value: Sendable>(timeout: Duration?, _ request: (Reply<Value>) -> Message) throws(AskError) -> Value
+    func askBlocking<Value: Sendable>(
+        timeout: Duration?, _ request: (Reply<Value>) -> Message
+    ) throws(AskError) -> Value
 
     /// Stops the actor, or every member of a pool.
     func stop()
@@ -40,10 +45,11 @@ extension MessageTarget {
     /// }
     /// ```
     nonisolated(nonsending)
-    public func askResult<Value: Sendable>(
-        timeout: Duration? = nil,
-        _ request: (Reply<Value>) -> Message
-    ) async -> Result<Value, AskError> {
+        public func askResult<Value: Sendable>(
+            timeout: Duration? = nil,
+            _ request: (Reply<Value>) -> Message
+        ) async -> Result<Value, AskError>
+    {
         do { return .success(try await ask(timeout: timeout, request)) } catch { return .failure(error) }
     }
 
@@ -59,11 +65,14 @@ extension MessageTarget {
 extension MessageTarget where Message == AnyMessage {
     /// The per-type ask with its outcome as a value (see ``MessageTarget/askResult(timeout:_:)``).
     nonisolated(nonsending)
-    public func askResult<Payload: Sendable, Value: Sendable>(
-        _ payload: Payload,
-        returning: Value.Type = Value.self,
-        timeout: Duration? = nil
-    ) async -> Result<Value, AskError> {
-        do { return .success(try await ask(payload, returning: Value.self, timeout: timeout)) } catch { return .failure(error) }
+        public func askResult<Payload: Sendable, Value: Sendable>(
+            _ payload: Payload,
+            returning: Value.Type = Value.self,
+            timeout: Duration? = nil
+        ) async -> Result<Value, AskError>
+    {
+        do { return .success(try await ask(payload, returning: Value.self, timeout: timeout)) } catch {
+            return .failure(error)
+        }
     }
 }

@@ -43,12 +43,15 @@ public struct PoolRouting<Message: Sendable>: Sendable, CustomStringConvertible 
     /// members). The key is hashed with Swift's `Hasher`, which is seeded per process: the
     /// mapping is stable for the life of the process. For a mapping stable across processes,
     /// use ``consistentHash(stableHash:)``.
-    public static func consistentHash<Key: Hashable & SendableMetatype>(by key: @escaping @Sendable (Message) -> Key) -> PoolRouting {
-        PoolRouting(strategy: .consistentHash({ message in
-            var hasher = Hasher()
-            hasher.combine(key(message))
-            return UInt64(bitPattern: Int64(hasher.finalize()))
-        }))
+    public static func consistentHash<Key: Hashable & SendableMetatype>(
+        by key: @escaping @Sendable (Message) -> Key
+    ) -> PoolRouting {
+        PoolRouting(
+            strategy: .consistentHash({ message in
+                var hasher = Hasher()
+                hasher.combine(key(message))
+                return UInt64(bitPattern: Int64(hasher.finalize()))
+            }))
     }
 
     /// Consistent hashing on a hash you compute (for example FNV-1a of a user id), so that the

@@ -1,6 +1,6 @@
 internal import TroupeLocks
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 internal import CTroupe
@@ -15,7 +15,7 @@ internal import CTroupe
 ///   idle worker within microseconds: `Worker+NextSlot.swift`);
 /// - from any other thread: a worker's queue, round-robin, and one parked worker is woken.
 /// Idle workers steal from the others, spin briefly, then park on the event count.
-final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter pointers are immutable after init (the counters are atomics); `dedicated` is behind a lock
+final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; `dedicated` is locked
     let batchSize: Int
     let idle = EventCount()
     private let stopping = Atomic<Bool>(false)
@@ -36,13 +36,25 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
     /// answered (see `notifyIdleForSlot`).
     private let counters = UnsafeMutableRawPointer.allocate(byteCount: 192, alignment: 64)
     private var spinning: UnsafeMutablePointer<Atomic<Int>> { counters.assumingMemoryBound(to: Atomic<Int>.self) }
-    private var nextExternal: UnsafeMutablePointer<Atomic<Int>> { (counters + 64).assumingMemoryBound(to: Atomic<Int>.self) }
-    private var watching: UnsafeMutablePointer<Atomic<Int>> { (counters + 128).assumingMemoryBound(to: Atomic<Int>.self) }
-    private var slotWakePending: UnsafeMutablePointer<Atomic<Bool>> { (counters + 136).assumingMemoryBound(to: Atomic<Bool>.self) }
+    private var nextExternal: UnsafeMutablePointer<Atomic<Int>> {
+        (counters + 64).assumingMemoryBound(to: Atomic<Int>.self)
+    }
+    private var watching: UnsafeMutablePointer<Atomic<Int>> {
+        (counters + 128).assumingMemoryBound(to: Atomic<Int>.self)
+    }
+    private var slotWakePending: UnsafeMutablePointer<Atomic<Bool>> {
+        (counters + 136).assumingMemoryBound(to: Atomic<Bool>.self)
+    }
 
     init(name: String, workerCount: Int, pin: Bool, batchSize: Int) {
-        if workerCount < 1 { fatalError("ActorSystem.Configuration.workerCount must be at least 1, got \(workerCount); pass nil for one worker per allowed CPU") }
-        if batchSize < 1 { fatalError("ActorSystem.Configuration.batchSize must be at least 1, got \(batchSize); the default is 64") }
+        if workerCount < 1 {
+            fatalError(
+                "ActorSystem.Configuration.workerCount must be at least 1, got \(workerCount); pass nil for one worker per allowed CPU"
+            )
+        }
+        if batchSize < 1 {
+            fatalError("ActorSystem.Configuration.batchSize must be at least 1, got \(batchSize); the default is 64")
+        }
         self.name = name
         self.batchSize = batchSize
         let cpus = Threads.allowedCPUs()
@@ -88,8 +100,10 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
             dedicated.push(cell)
             // A dedicated thread ends when its actor stops; late messages to the stopped actor
             // are then dead-lettered here, on the sender's thread.
-            if _slowPath(dedicated.exitRequested.load(ordering: .sequentiallyConsistent)
-                         || terminated.load(ordering: .sequentiallyConsistent)) {
+            if _slowPath(
+                dedicated.exitRequested.load(ordering: .sequentiallyConsistent)
+                    || terminated.load(ordering: .sequentiallyConsistent))
+            {
                 drain(dedicated.runQueue)
             }
             return
@@ -110,7 +124,10 @@ final class Scheduler: @unchecked Sendable {  // workers, run-queue and counter 
             default: retained.release()
             }
         }
-        let queue = runQueues[Int(bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(runQueues.count))]
+        let queue = runQueues[
+            Int(
+                bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue)
+                    % UInt(runQueues.count))]
         Worker.queue(cell, on: queue)
         notifyIdle()
         if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { sweep() }

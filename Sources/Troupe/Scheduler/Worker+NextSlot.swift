@@ -111,7 +111,8 @@ extension Worker {
             guard now - seen.since >= Worker.strandedGraceNanoseconds else { continue }
             strandWatch[victim.index].word = 0
             if victim.slotWord.compareExchange(expected: word, desired: 0, ordering: .acquiringAndReleasing).exchanged {
-                return .stolen(Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!).takeRetainedValue())
+                return .stolen(
+                    Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!).takeRetainedValue())
             }
         }
         return sawOccupied ? .occupied : .empty

@@ -91,8 +91,9 @@ public final class ActorSystem: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         let workers = configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
-        scheduler = Scheduler(name: configuration.name, workerCount: workers, pin: configuration.pinWorkers,
-                              batchSize: configuration.batchSize)
+        scheduler = Scheduler(
+            name: configuration.name, workerCount: workers, pin: configuration.pinWorkers,
+            batchSize: configuration.batchSize)
         schedulerHandle = Unmanaged.passUnretained(scheduler)
         timer = DeadlineTimer(name: configuration.name)
         scheduler.start()
@@ -116,38 +117,49 @@ public final class ActorSystem: Sendable {
     /// Spawns an actor from an instance. It cannot be restarted after a failure (there is no
     /// factory); use ``spawn(options:factory:)`` for that.
     @discardableResult
-    public func spawn<Actor: SpawnableActor>(_ actor: sending Actor, options: SpawnOptions = .default) -> ActorRef<Actor.Definition.Message> {
+    public func spawn<Actor: SpawnableActor>(
+        _ actor: sending Actor, options: SpawnOptions = .default
+    ) -> ActorRef<Actor.Definition.Message> {
         spawnRef(Actor.runnable(actor), factory: nil, options: options, parent: nil)
     }
 
     /// Spawns an actor from a factory, which is called again to restart it after a failure.
     @discardableResult
-    public func spawn<Actor: SpawnableActor>(options: SpawnOptions = .default, factory: @escaping @Sendable () -> Actor) -> ActorRef<Actor.Definition.Message> {
+    public func spawn<Actor: SpawnableActor>(
+        options: SpawnOptions = .default, factory: @escaping @Sendable () -> Actor
+    ) -> ActorRef<Actor.Definition.Message> {
         let runnable = Actor._runnableFactory(factory)
         return spawnRef(runnable(), factory: runnable, options: options, parent: nil)
     }
 
     /// Spawns from a factory of runnable definitions (the registrar's restart factories).
-    func spawnRef<Definition: ActorDefinition>(options: SpawnOptions, factory: @escaping @Sendable () -> Definition) -> ActorRef<Definition.Message> {
+    func spawnRef<Definition: ActorDefinition>(
+        options: SpawnOptions, factory: @escaping @Sendable () -> Definition
+    ) -> ActorRef<Definition.Message> {
         spawnRef(factory(), factory: factory, options: options, parent: nil)
     }
 
     /// Spawns and returns the spawner's ref. A self-invalidating actor is held alive for the
     /// spawner until that ref exists, so that it cannot invalidate itself in between (its first
     /// turn may run on a worker before `makeCell` even returns).
-    func spawnRef<Definition: ActorDefinition>(_ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
-                                               options: SpawnOptions, parent: AnyCell?) -> ActorRef<Definition.Message> {
+    func spawnRef<Definition: ActorDefinition>(
+        _ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
+        options: SpawnOptions, parent: AnyCell?
+    ) -> ActorRef<Definition.Message> {
         let cell = makeCell(definition, factory: factory, options: options, parent: parent)
         let ref = ActorRef(cell: cell)
         cell.config?.selfInvalidation?.releaseSpawnerHold()
         return ref
     }
 
-    func makeCell<Definition: ActorDefinition>(_ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
-                                               options: SpawnOptions, parent: AnyCell?) -> ActorCell<Definition> {
+    func makeCell<Definition: ActorDefinition>(
+        _ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
+        options: SpawnOptions, parent: AnyCell?
+    ) -> ActorCell<Definition> {
         var config: CellConfig?
         if CellConfig.needed(for: options, hasFactory: factory != nil) {
-            let dedicated = options.executor == .dedicatedThread
+            let dedicated =
+                options.executor == .dedicatedThread
                 ? scheduler.makeDedicatedWorker(label: options.name ?? "\(configuration.name)-dedicated") : nil
             config = CellConfig(options: options, dedicated: dedicated, factory: factory)
         }
@@ -212,7 +224,8 @@ public final class ActorSystem: Sendable {
     func addWatcher(_ watcher: LiveActors.Watcher, to target: AnyCell) {
         let added = liveActors.withLock { $0.addWatcher(watcher, to: target) }
         if !added {
-            Self.tell(watcher, Terminated(actor: target.address, reason: target.terminationReason ?? .stopped), about: target)
+            Self.tell(
+                watcher, Terminated(actor: target.address, reason: target.terminationReason ?? .stopped), about: target)
         }
     }
 
@@ -278,15 +291,16 @@ public final class ActorSystem: Sendable {
     /// actors handle no further message; what they hold is dead-lettered as soon as their
     /// handler returns, and the shutdown then finishes by itself. See ``ShutdownReport``.
     public func shutdown(deadline: Duration) async -> ShutdownReport {
-        await shutdown(until: Self.monotonicDeadline(after: deadline))
+        await shutdown(until: MonotonicDeadline.after(deadline))
     }
 
     private func shutdown(until deadline: Int64?) async -> ShutdownReport {
         // The waiting is blocking; do it on a thread of its own, off the cooperative pool.
         await withUnsafeContinuation { (continuation: UnsafeContinuation<ShutdownReport, Never>) in
-            Threads.detach(Threads.start(name: "\(configuration.name)-shutdown") { [self] in
-                continuation.resume(returning: shutdownBlocking(until: deadline))
-            })
+            Threads.detach(
+                Threads.start(name: "\(configuration.name)-shutdown") { [self] in
+                    continuation.resume(returning: shutdownBlocking(until: deadline))
+                })
         }
     }
 
@@ -297,21 +311,23 @@ public final class ActorSystem: Sendable {
 
     /// ``shutdown(deadline:)`` for synchronous callers. Not on a worker thread.
     public func shutdownBlocking(deadline: Duration) -> ShutdownReport {
-        shutdownBlocking(until: Self.monotonicDeadline(after: deadline))
-    }
-
-    private static func monotonicDeadline(after duration: Duration) -> Int64 {
-        CTroupe_monotonic_ns() &+ max(0, duration.nanoseconds)
+        shutdownBlocking(until: MonotonicDeadline.after(deadline))
     }
 
     /// `deadline`: monotonic nanoseconds, or nil to wait as long as it takes.
     private func shutdownBlocking(until deadline: Int64?) -> ShutdownReport {
         if CTroupe_current_worker() != nil {
-            fatalError("shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)")
+            fatalError(
+                "shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)"
+            )
         }
-        guard shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
+        guard
+            shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
+        else {
             // Another caller runs the shutdown: wait for it to finish (or for the deadline).
-            if waitForStop(until: deadline, { phase.load(ordering: .acquiring) == Phase.terminated.rawValue }) { return ShutdownReport(unstopped: []) }
+            if waitForStop(until: deadline, { phase.load(ordering: .acquiring) == Phase.terminated.rawValue }) {
+                return ShutdownReport(unstopped: [])
+            }
             return ShutdownReport(unstopped: abandonLiveActors())
         }
         phase.store(Phase.shuttingDown.rawValue, ordering: .sequentiallyConsistent)
@@ -326,10 +342,11 @@ public final class ActorSystem: Sendable {
         // nothing more, and finish later on a thread that keeps the system (and so the
         // threads' scheduler) alive until then.
         let unstopped = abandonLiveActors()
-        Threads.detach(Threads.start(name: "\(configuration.name)-shutdown") { [self] in
-            _ = waitForStop(until: nil) { liveActorCount == 0 }
-            finishShutdown()
-        })
+        Threads.detach(
+            Threads.start(name: "\(configuration.name)-shutdown") { [self] in
+                _ = waitForStop(until: nil) { liveActorCount == 0 }
+                finishShutdown()
+            })
         logger.warning("shutdown deadline passed", metadata: ["unstopped": "\(unstopped.map(\.description))"])
         return ShutdownReport(unstopped: unstopped)
     }
@@ -344,8 +361,9 @@ public final class ActorSystem: Sendable {
         liveCells().map { cell in
             cell.lifecycle.bitwiseOr(Lifecycle.abandoned.rawValue, ordering: .releasing)
             let depth = CTroupe_mailbox_depth(cell.mailbox)
-            return ShutdownReport.UnstoppedActor(address: cell.address, pendingMessages: depth < 0 ? nil : Int(depth),
-                                                 mailboxWasEmpty: CTroupe_mailbox_is_empty(cell.mailbox))
+            return ShutdownReport.UnstoppedActor(
+                address: cell.address, pendingMessages: depth < 0 ? nil : Int(depth),
+                mailboxWasEmpty: CTroupe_mailbox_is_empty(cell.mailbox))
         }
     }
 

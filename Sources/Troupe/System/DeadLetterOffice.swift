@@ -47,7 +47,9 @@ public final class DeadLetterOffice: Sendable {
     }
 
     /// Records a dead letter. `message` is only materialised (boxed) when someone observes.
-    func record(_ reason: DeadLetterReason, recipient: @autoclosure () -> ActorAddress, message: @autoclosure () -> any Sendable) {
+    func record(
+        _ reason: DeadLetterReason, recipient: @autoclosure () -> ActorAddress, message: @autoclosure () -> any Sendable
+    ) {
         increment(reason.kind)
         guard !observers.isEmpty else { return }
         let letter = DeadLetter(message: message(), recipient: recipient(), reason: reason)

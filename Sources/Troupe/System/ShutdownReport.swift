@@ -33,7 +33,8 @@ public struct ShutdownReport: Sendable, CustomStringConvertible {
 
     public var description: String {
         if isComplete { return "shutdown complete" }
-        return "shutdown incomplete at the deadline: \(unstopped.count) actor(s) still in a handler or queued behind one: "
+        return
+            "shutdown incomplete at the deadline: \(unstopped.count) actor(s) still in a handler or queued behind one: "
             + unstopped.map(\.description).joined(separator: ", ")
     }
 }

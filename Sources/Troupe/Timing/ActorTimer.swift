@@ -2,7 +2,7 @@ import Synchronization
 internal import CTroupe
 
 /// A timer of one actor: delivers `message` to it after a delay, once or periodically.
-final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  // immutable but for the atomics; `deadline` belongs to DeadlineTimer
+final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  // atomics; `deadline` is DeadlineTimer's
     let key: TimerKey
     let message: Message
     /// Nanoseconds between ticks; 0 for a single timer.
@@ -28,8 +28,8 @@ final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  //
         if interval > 0 {
             // Fixed rate: the next tick is due one interval after this one was, not after now.
             let now = CTroupe_monotonic_ns()
-            var next = deadline + interval
-            if next <= now { next = now + interval }
+            var next = MonotonicDeadline.after(interval, from: deadline)
+            if next <= now { next = MonotonicDeadline.after(interval, from: now) }
             cell.system.timer.schedule(self, atNanoseconds: next)
         }
     }

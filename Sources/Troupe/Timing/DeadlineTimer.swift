@@ -1,6 +1,6 @@
 internal import TroupeLocks
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Synchronization
 internal import CTroupe
@@ -101,9 +101,7 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
 
     /// Fires `entry` once `delay` has passed, unless cancelled first. Any thread.
     func schedule(_ entry: TimerEntry, after delay: Duration) {
-        let nanoseconds = delay.nanoseconds
-        let now = CTroupe_monotonic_ns()
-        schedule(entry, atNanoseconds: nanoseconds > Int64.max - now ? Int64.max - 1 : now + max(0, nanoseconds))
+        schedule(entry, atNanoseconds: MonotonicDeadline.after(delay))
     }
 
     /// Fires `entry` at `deadline` (``CTroupe_monotonic_ns`` time). Any thread, including the
