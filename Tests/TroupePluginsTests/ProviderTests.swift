@@ -108,12 +108,14 @@ func withBuiltSystem(
         }
         let expected = HandlerSetupError.duplicateHandlers(actor: "Twice", messageTypes: ["Ping"])
         try await withBuiltSystem({ builder in
-            _ = expectError(RegistryError.self, { try builder.instance(Twice(), name: "now") }) {
+            let atRegistration = expectError(RegistryError.self, { try builder.instance(Twice(), name: "now") }) {
                 if case .creationFailed("now", let underlying) = $0 {
                     return underlying as? HandlerSetupError == expected
                 }
                 return false
             }
+            // Says what failed, not "the factory threw" (an instance has no factory).
+            #expect(atRegistration?.description.hasPrefix("creating 'now' failed: Twice.setup registers") == true)
             try builder.singleton(name: "single") { Twice() }
             try builder.factory(name: "made") { _ in Twice() }
         }) { system in

@@ -19,7 +19,8 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
     case invalidPool(name: String, PoolError)
     /// A factory or singleton needs itself, directly or through other providers.
     case creationCycle(name: String)
-    /// A factory threw while creating the actor; the next lookup tries again.
+    /// A factory threw while creating the actor (the next lookup tries again), or a
+    /// ``HandlerActor``'s `setup` is misused (``HandlerSetupError``, at registration or lookup).
     case creationFailed(name: String, error: any Error)
     /// A plugin with this name is already installed in this system (or builder).
     case pluginAlreadyInstalled(String)
@@ -65,6 +66,7 @@ public enum RegistryError: Error, Sendable, CustomStringConvertible {
             return "creating '\(name)' needs '\(name)' again: its factories form a cycle; break it by resolving "
                 + "one of the refs lazily, inside the actor (for example in `started`, via `context.system.actor(...)`)"
         case .creationFailed(let name, let error):
+            if error is HandlerSetupError { return "creating '\(name)' failed: \(error)" }
             return "the factory of '\(name)' threw: \(error); fix what it needs (the next lookup tries again)"
         case .pluginAlreadyInstalled(let name):
             return "plugin '\(name)' is already installed in this system; install or load each plugin once"
