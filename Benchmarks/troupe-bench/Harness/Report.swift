@@ -206,8 +206,12 @@ func report(_ results: [Measurement], _ config: BenchConfig) {
     }
 }
 
+/// The row a Troupe row is compared with: the native row that really passes a message where the
+/// plain "Swift native" row does not (see ``BenchSystem/messagePassingNative``), else that row.
 func baseline(for m: Measurement, in results: [Measurement]) -> Measurement? {
-    results.first { $0.workload == m.workload && $0.system == BenchSystem.swiftNative }
+    let system = BenchSystem.messagePassingNative[m.workload] ?? BenchSystem.swiftNative
+    return results.first { $0.workload == m.workload && $0.system == system }
+        ?? results.first { $0.workload == m.workload && $0.system == BenchSystem.swiftNative }
 }
 
 /// "83.6 MB (+72.1)": the row's peak RSS and how much it rose above the RSS at the row's start.
@@ -252,7 +256,7 @@ private func printTable(_ results: [Measurement]) {
         previousWorkload = m.workload
         if m.hasRate {
             let ratio =
-                m.system == BenchSystem.swiftNative
+                m.system == base?.system
                 ? "1.00×"
                 : ratioToNative(m, baseline: base).map { fixed($0, 2) + "×" } ?? "n/a"
             cells += [
@@ -298,7 +302,10 @@ private func printTable(_ results: [Measurement]) {
         msgs/s, ns/msg: per unit of the workload (size column): PingPong a round trip (2 messages), \
         ThreadRing a hop, Chameneos a meeting (4 messages), Big a ping answered by a pong, Fibonacci/ForkJoinCreation/Spawn \
         an actor created and messaged, AskLatency an ask.
-        × native: rate ÷ the '\(BenchSystem.swiftNative)' row's rate (the fastest idiomatic Swift form, see Note); \
+        × native: rate ÷ the '\(BenchSystem.swiftNative)' row's rate (the fastest idiomatic Swift form, see Note), \
+        except PingPong and Counting, where that row is an awaited call Swift completes on the caller's thread (no hop, \
+        no message): there the baseline is the native row that really passes messages ('Swift native (2 executors)', \
+        'Swift native (AsyncStream)'); \
         latency rows: native p50 ÷ p50. Target ≥ 20× on one-way workloads (Counting, ThreadRing, Chameneos, Big), ≥ 1× elsewhere.
         Restart: a restart (spawn+stop row: an actor spawned and stopped; native row: an actor created and called). \
         TimersArmCancel: one startSingleTimer + cancelTimer in a handler. TimersLateness: handled − intended deadline, in µs.

@@ -133,11 +133,19 @@ enum BenchSystem {
     static let dispatch = "Dispatch"
     static let troupe = "Troupe"
     static let troupePrefix = "Troupe"
+    /// Two native actors on executors of their own threads: an awaited call is a real hand-over.
+    static let swiftNativeTwoExecutors = "Swift native (2 executors)"
+    /// Where the plain `swiftNative` row passes no message (Swift runs the awaited call on the
+    /// caller's thread, without a hop), the native row that does, used as the ratio's baseline.
+    static let messagePassingNative: [Workload: String] = [
+        .pingPong: swiftNativeTwoExecutors, .counting: "Swift native (AsyncStream)",
+    ]
 
     /// Every system name a row uses (for `--filter` validation).
     static let all =
         [
-            swiftNative, "Swift native (AsyncStream)", "Swift native (async let)", dispatch, troupe,
+            swiftNative, swiftNativeTwoExecutors, "Swift native (AsyncStream)", "Swift native (async let)", dispatch,
+            troupe,
             "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)", "Troupe (askBlocking)",
         ]
         + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems + restartSystems + timerSystems

@@ -4,7 +4,12 @@
 // Forms:
 // - Troupe: Ping tells Pong `.ping(replyTo:)`, Pong tells back `.pong(count)`; neither blocks.
 // - Swift native (fastest idiomatic form): the Ping actor awaits `pong.ping()` N times: an
-//   awaited actor-to-actor call, which Swift runs as an executor switch on one thread.
+//   awaited actor-to-actor call, which Swift completes on the caller's thread without a hop:
+//   no message is passed.
+// - Swift native (2 executors): the same two actors, each on an executor of its own thread
+//   (`ThreadExecutor`), and Ping stores each answer in its own state, so each call really
+//   hands a job to the other thread and back: the native form that passes messages, and the
+//   baseline of the Troupe row's ratio.
 // - Dispatch: ping queue `async`s to the pong queue, which `async`s back.
 
 import Dispatch
@@ -53,6 +58,43 @@ private actor NativePong {
     }
 }
 
+/// The actors of the 2-executor row: the same calls, on executors of their own threads.
+private actor HoppingPong {
+    nonisolated let executor: ThreadExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private var count = 0
+
+    init(executor: ThreadExecutor) { self.executor = executor }
+
+    func ping() -> Int {
+        count += 1
+        return count
+    }
+}
+
+private actor HoppingPing {
+    nonisolated let executor: ThreadExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private let pong: HoppingPong
+    /// Written after every call: the loop needs Ping's isolation again after each `await`, so
+    /// each round trip hops back. (With only a local variable, the optimizer drops the hop back
+    /// and the whole loop runs on Pong's executor: one hop in total.)
+    private var seen = 0
+
+    init(executor: ThreadExecutor, pong: HoppingPong) {
+        self.executor = executor
+        self.pong = pong
+    }
+
+    func run(roundTrips: Int) async -> Int {
+        for _ in 0..<roundTrips { seen = await pong.ping() }
+        return seen
+    }
+}
+
+/// Two executor threads for the whole process (each run makes new actors on them).
+private let pingPongExecutors = (ping: ThreadExecutor(), pong: ThreadExecutor())
+
 private actor NativePing {
     private let pong = NativePong()
 
@@ -82,7 +124,26 @@ func pingPongRows(_ config: BenchConfig) -> [Measurement] {
                 verifyEqual(last, n, workload, BenchSystem.swiftNative, "round trips seen by Pong")
                 return Measurement(
                     workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                    allocations: allocations, note: "Ping actor awaits pong.ping()")
+                    allocations: allocations, note: "Ping actor awaits pong.ping(): same thread, no hop, no message")
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    if let m = benchmark(
+        config, workload, system: BenchSystem.swiftNativeTwoExecutors, family: .dispatch,
+        { n in
+            runBlocking {
+                let pong = HoppingPong(executor: pingPongExecutors.pong)
+                let ping = HoppingPing(executor: pingPongExecutors.ping, pong: pong)
+                let stopwatch = Stopwatch()
+                let last = await ping.run(roundTrips: n)
+                let (seconds, allocations) = stopwatch.stop()
+                verifyEqual(last, n, workload, BenchSystem.swiftNativeTwoExecutors, "round trips seen by Pong")
+                return Measurement(
+                    workload: workload, system: BenchSystem.swiftNativeTwoExecutors, messages: n, seconds: seconds,
+                    allocations: allocations, note: "Ping actor awaits pong.ping(); each on its own thread's executor")
             }
         })
     {

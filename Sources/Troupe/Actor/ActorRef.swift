@@ -7,7 +7,7 @@ internal import CTroupe
 /// A reference to an actor that accepts `Message`. Cheap to copy, `Sendable`, hashable by
 /// actor identity. The only way to reach an actor.
 public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConvertible {
-    let cell: MailboxCell<Message>
+    @usableFromInline let cell: MailboxCell<Message>
     /// For ``SpawnOptions/selfInvalidating`` actors: the lease all refs share; `nil` otherwise.
     private let lease: InvalidationLease?
 
@@ -20,9 +20,9 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
     /// allocation: envelopes are recycled). Messages from one sender arrive in send order.
     /// A message that cannot be enqueued becomes a dead letter; the outcome says which.
     @discardableResult
-    @inline(__always)
+    @inlinable @inline(__always)
     public func tell(_ message: consuming Message) -> TellOutcome {
-        cell.send(message)
+        cell.tell(message)
     }
 
     /// Sends a request built around a ``Reply`` and waits for the answer.

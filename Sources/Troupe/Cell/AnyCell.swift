@@ -17,6 +17,7 @@ internal import CTroupe
 /// `liveNext`/`livePrevious` only under the system's registry lock. The mailbox's
 /// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
 /// worker to the next with a happens-before edge.
+@usableFromInline
 class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     let mailbox: OpaquePointer
     let system: ActorSystem
@@ -61,6 +62,25 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
 
     var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
+
+    // MARK: The inlinable send path's entry points (non-generic, so callers specialise the rest)
+
+    /// Whether a user message can take the fast path: the actor runs, the system accepts, the
+    /// mailbox is unbounded. Any thread.
+    @usableFromInline
+    final var acceptsFastSend: Bool {
+        lifecycle.load(ordering: .relaxed) == 0 && system.isAccepting && mailboxMode == .unbounded
+    }
+
+    /// Pushes the user envelope whose payload (initialised) is at `payload` (from
+    /// ``Envelope/allocateUserPayload(size:)``), and schedules the actor when the push found its
+    /// mailbox empty. Any thread; takes ownership of the envelope.
+    @usableFromInline
+    final func pushUserEnvelope(payload: UnsafeMutableRawPointer) {
+        if CTroupe_mailbox_push(mailbox, Envelope(payload: payload).raw, false) {
+            system.schedule(self)
+        }
+    }
     var isStopped: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.stopped) }
     var isStoppedOrAbandoned: Bool {
         !Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).isDisjoint(with: [.stopped, .abandoned])

@@ -5,8 +5,28 @@ internal import CTroupe
 /// An envelope is a C header (`CTroupe_envelope`) followed by a Swift payload. Ownership moves
 /// with the pointer: the sender initialises the payload and pushes; the consumer moves the
 /// payload out (or destroys it) and frees the envelope. Never both, never neither.
+@usableFromInline
 struct Envelope {
     let raw: UnsafeMutablePointer<CTroupe_envelope>
+
+    init(raw: UnsafeMutablePointer<CTroupe_envelope>) { self.raw = raw }
+
+    /// The envelope whose payload starts at `payload`.
+    init(payload: UnsafeMutableRawPointer) {
+        raw = (payload - Int(CTroupe_envelope_payload_offset)).assumingMemoryBound(to: CTroupe_envelope.self)
+    }
+
+    /// Allocates a user envelope with no ask token and returns where its payload goes: the
+    /// non-generic half of `tell`'s inlinable send path (the caller's specialised code moves
+    /// the payload in, then hands the envelope to ``AnyCell/pushUserEnvelope(payload:)``).
+    /// Any thread.
+    @usableFromInline
+    static func allocateUserPayload(size: Int) -> UnsafeMutableRawPointer {
+        let raw = CTroupe_envelope_alloc(size)!
+        raw.pointee.kind = UInt32(CTroupe_envelope_kind_user)
+        raw.pointee.ask_token = nil
+        return UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset)
+    }
 
     /// Allocates an envelope and moves `payload` into it. Any thread.
     @inline(__always)

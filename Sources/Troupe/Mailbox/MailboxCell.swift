@@ -2,8 +2,22 @@ import Synchronization
 internal import CTroupe
 
 /// A cell that accepts `Message`: the typed send path, independent of the actor's definition.
+@usableFromInline
 class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherits AnyCell's contract
-    /// The send path. Any thread; wait-free apart from the envelope allocator's rare refill.
+    /// The send path of `tell`, compiled into the caller's module for its concrete message type
+    /// (`@inlinable`): the payload is moved into the envelope by specialised code, and the rest
+    /// is two non-generic calls into the runtime (allocate; push and schedule). Any thread;
+    /// wait-free apart from the envelope allocator's rare refill.
+    @inlinable @inline(__always)
+    final func tell(_ message: consuming Message) -> TellOutcome {
+        guard _fastPath(acceptsFastSend) else { return tellSlowly(message) }
+        let payload = Envelope.allocateUserPayload(size: MemoryLayout<Message>.size)
+        payload.initializeMemory(as: Message.self, to: message)
+        pushUserEnvelope(payload: payload)
+        return .enqueued
+    }
+
+    /// The send path of asks and of code inside the runtime. Any thread.
     final func send(_ message: consuming Message, askToken: AskToken? = nil) -> TellOutcome {
         if _slowPath(lifecycle.load(ordering: .relaxed) != 0 || !system.isAccepting || mailboxMode != .unbounded) {
             return sendSlowly(message, askToken: askToken)
@@ -13,6 +27,12 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
             system.schedule(self)
         }
         return .enqueued
+    }
+
+    /// `tell` to a stopped recipient, during shutdown, or to a bounded mailbox.
+    @usableFromInline
+    final func tellSlowly(_ message: consuming Message) -> TellOutcome {
+        sendSlowly(message, askToken: nil)
     }
 
     /// Stopped recipient, shutdown, or a bounded mailbox.
