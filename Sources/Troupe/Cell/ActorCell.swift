@@ -77,7 +77,8 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         // batch beyond the capacity.
         let perPop = mailboxMode == .unbounded ? limit : 1
         while handled < limit {
-            let count = CTroupe_mailbox_pop_batch(mailbox, buffer, min(perPop, limit - handled))
+            let requested = min(perPop, limit - handled)
+            let count = CTroupe_mailbox_pop_batch(mailbox, buffer, requested)
             if count == 0 { break }
             for index in 0..<count {
                 handle(Envelope(raw: buffer[index].unsafelyUnwrapped))
@@ -88,6 +89,11 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
                 }
             }
             handled += count
+            // Fewer than asked for: the queue was empty a moment ago. Popping again would
+            // almost always find nothing (one more dequeue of an empty queue per turn);
+            // `finish_turn` looks again anyway, and a message that came meanwhile makes it
+            // keep the scheduling right, so the worker runs another turn.
+            if count < requested { break }
         }
         if _slowPath(flags.contains(.invalidationCheck)) { checkSelfInvalidation() }
         return CTroupe_mailbox_finish_turn(mailbox)
