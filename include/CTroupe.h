@@ -100,10 +100,12 @@ void CTroupe_mailbox_set_owner(CTroupe_mailbox *mailbox, void *owner);
 bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, bool reserved);
 
 /// Pops up to `capacity` envelopes in FIFO order into `out`. The depth counts user envelopes
-/// only: system envelopes are pushed with `reserved` and not counted when popped. Consumer only: the thread that
-/// holds the scheduling right. Returns the count; 0 means empty or that a producer is in the
-/// middle of linking its node (then the queue is not empty and the turn must end with
-/// `CTroupe_mailbox_finish_turn`, which reschedules).
+/// only: system envelopes are pushed with `reserved` and not counted when popped. Consumer
+/// only: the thread that holds the scheduling right. Returns the count; fewer than `capacity`
+/// means the queue was empty at some moment during the call (it stops at the last node), 0
+/// means empty or that a producer is in the middle of linking its node. Either way the turn
+/// ends with `CTroupe_mailbox_finish_turn`, which looks again and keeps the right (or
+/// reschedules) when something came.
 size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity);
 
 /// Ends the consumer's turn. Consumer only.

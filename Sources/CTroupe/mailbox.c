@@ -208,12 +208,16 @@ size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **ou
     size_t count = 0;
     int64_t user = 0;
     while (count < capacity) {
-        struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(&mailbox->head, &mailbox->tail);
+        int state = 0;
+        struct cds_wfcq_node *node = __cds_wfcq_dequeue_with_state_nonblocking(&mailbox->head, &mailbox->tail, &state);
         if (node == NULL || node == CDS_WFCQ_WOULDBLOCK) break;
         CTROUPE_TSAN_ACQUIRE(node);
         CTroupe_envelope *envelope = (CTroupe_envelope *)node;
         user += envelope->kind == CTroupe_envelope_kind_user;
         out[count++] = envelope;
+        // That was the last node: the queue is empty. Not dequeuing again saves a call that
+        // would find nothing; a push that lands now is seen by CTroupe_mailbox_finish_turn.
+        if (state & CDS_WFCQ_STATE_LAST) break;
     }
     // System envelopes are pushed uncounted (they never take a bounded mailbox's capacity).
     if (user != 0 && mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, user, memory_order_relaxed);
