@@ -15,7 +15,7 @@
 /// and whose one element is the mutex). Copies of a `Locked` share that storage. Debug builds
 /// use an error-checking mutex, so that a reentrant `withLock` fails at once instead of hanging.
 public struct Locked<Value>: @unchecked Sendable {  // the value is touched only under the mutex
-    private let storage: Storage
+    @usableFromInline let storage: Storage
 
     public init(_ value: Value) {
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in value }, to: Storage.self)
@@ -34,8 +34,10 @@ public struct Locked<Value>: @unchecked Sendable {  // the value is touched only
         }
     }
 
-    /// Runs `body` with exclusive access to the value. Any thread; not reentrant.
-    @inline(__always)
+    /// Runs `body` with exclusive access to the value. Any thread; not reentrant. Inlinable, so
+    /// that callers in other modules run it specialised: unspecialised, each call would look up
+    /// the generic metadata of `Storage` in the runtime's cache (hundreds of instructions).
+    @inlinable @inline(__always)
     public func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
@@ -59,7 +61,8 @@ public struct Locked<Value>: @unchecked Sendable {  // the value is touched only
 
     /// The value and the mutex in one allocation. The header (the value) is destroyed by
     /// `ManagedBuffer`; the mutex is destroyed here.
-    private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+    @usableFromInline
+    final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
             withUnsafeMutablePointerToElements { mutex in
                 pthread_mutex_destroy(mutex)

@@ -138,6 +138,7 @@ public struct ActorContext<Message: Sendable> {
 
     /// Asks another actor without blocking this one: the answer (or the ask's error) comes back
     /// as `message(result)`. No task is created; the reply itself enqueues the message.
+    @inlinable
     public func ask<Target: Sendable, Value: Sendable>(
         _ target: ActorRef<Target>,
         timeout: Duration? = nil,

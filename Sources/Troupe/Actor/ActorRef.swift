@@ -47,6 +47,7 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
 
     /// Sends a request and calls `onReply` exactly once with the answer or the error, on the
     /// thread that completes the ask (the replier's, or the timer's). Keep `onReply` short.
+    @inlinable
     public func ask<Value: Sendable>(
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message,
@@ -73,6 +74,7 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
 
     /// Sends an ask's request: arms its timeout and lets the envelope carry the ask state.
     /// Any thread. Shared by refs and pools.
+    @inlinable
     func sendAsk<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
         cell.system.timer.schedule(state, after: timeout)
         // The envelope owns one retain of the state until it is handled or dead-lettered: the

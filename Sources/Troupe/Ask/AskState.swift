@@ -3,6 +3,7 @@ import Synchronization
 
 /// The state of one pending ask: completed exactly once, by the reply, the timeout, a failed
 /// delivery or the reply being dropped, whichever comes first.
+@usableFromInline
 class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication, then guarded by `completed`
     let completed = Atomic<Bool>(false)
 
@@ -17,8 +18,9 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication
 ///
 /// Thread-safety: its fields are written before the state is shared (the continuation before
 /// `installed` is set) and read once, by the winner of `completed`.
+@usableFromInline
 final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the contract above
-    typealias Completion = Result<Value, AskError>
+    @usableFromInline typealias Completion = Result<Value, AskError>
 
     private var continuation: UnsafeContinuation<Completion, Never>?
     private let callback: (@Sendable (Completion) -> Void)?
@@ -39,6 +41,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
         self.timer = timer
     }
 
+    @usableFromInline
     init(timeout: Duration, timer: DeadlineTimer?, callback: @escaping @Sendable (Completion) -> Void) {
         self.continuation = nil
         self.callback = callback

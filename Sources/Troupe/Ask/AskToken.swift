@@ -6,10 +6,14 @@
 /// handler's turn (``release()``), a failed handler (``failHandler(_:)``), or a dead letter
 /// (``failDelivery(_:)``). The retain keeps the state alive even when the request does not
 /// hold its `Reply` and the ask ends (timeout) first.
+@usableFromInline
 struct AskToken {
     let raw: UnsafeMutableRawPointer
 
+    init(raw: UnsafeMutableRawPointer) { self.raw = raw }
+
     /// Takes the retain the envelope will own. Any thread (the sender).
+    @usableFromInline
     static func retaining(_ state: AskStateBase) -> AskToken {
         AskToken(raw: Unmanaged.passRetained(state).toOpaque())
     }

@@ -10,7 +10,7 @@ import Synchronization
 public final class Reply<Value: Sendable>: Sendable {
     let state: AskState<Value>
 
-    init(_ state: AskState<Value>) { self.state = state }
+    @usableFromInline init(_ state: AskState<Value>) { self.state = state }
 
     /// Answers the ask. Returns false when it was already completed (answered, timed out or
     /// failed) and this value was discarded.

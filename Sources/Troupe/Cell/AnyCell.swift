@@ -20,7 +20,7 @@ internal import CTroupe
 @usableFromInline
 class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     let mailbox: OpaquePointer
-    let system: ActorSystem
+    @usableFromInline let system: ActorSystem
     let id: UInt64
     let config: CellConfig?
     /// ``Lifecycle`` bits, shared with other threads. Any bit set sends senders, and the turn,

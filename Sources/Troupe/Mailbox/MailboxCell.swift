@@ -18,6 +18,7 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
     }
 
     /// The send path of asks and of code inside the runtime. Any thread.
+    @usableFromInline
     final func send(_ message: consuming Message, askToken: AskToken? = nil) -> TellOutcome {
         if _slowPath(lifecycle.load(ordering: .relaxed) != 0 || !system.isAccepting || mailboxMode != .unbounded) {
             return sendSlowly(message, askToken: askToken)

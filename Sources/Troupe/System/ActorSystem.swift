@@ -67,7 +67,7 @@ public final class ActorSystem: Sendable {
 
     let scheduler: Scheduler
     private let schedulerHandle: Unmanaged<Scheduler>
-    let timer: DeadlineTimer
+    @usableFromInline let timer: DeadlineTimer
     /// Every actor spawned and not yet stopped, and who watches them.
     private let liveActors = Locked(LiveActors())
     /// Actors paused by a delayed restart, so that shutdown can cut the pause short.

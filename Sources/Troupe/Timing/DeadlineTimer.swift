@@ -7,6 +7,7 @@ internal import CTroupe
 
 /// Something that happens at a deadline. Subclasses override ``fire()``, so scheduling one
 /// allocates nothing beyond the entry itself (for asks, the entry is the ask's own state).
+@usableFromInline
 class TimerEntry: @unchecked Sendable {  // `deadline` and `heapIndex` are only touched under the owning timer's mutex
     var deadline: Int64 = 0
     var heapIndex: Int = -1
@@ -24,6 +25,7 @@ class TimerEntry: @unchecked Sendable {  // `deadline` and `heapIndex` are only 
 /// Thread-safety: any thread schedules and cancels (both O(log n) under one mutex); the timer
 /// thread pops due entries under the mutex and fires them after releasing it. The thread
 /// sleeps on a futex until the earliest deadline, so an idle timer costs no CPU.
+@usableFromInline
 final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in init, read once in stop()
     private struct Heap {
         var entries: [TimerEntry] = []
@@ -100,6 +102,7 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
     var count: Int { heap.withLock { $0.entries.count } }
 
     /// Fires `entry` once `delay` has passed, unless cancelled first. Any thread.
+    @usableFromInline
     func schedule(_ entry: TimerEntry, after delay: Duration) {
         schedule(entry, atNanoseconds: MonotonicDeadline.after(delay))
     }
