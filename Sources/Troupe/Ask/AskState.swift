@@ -68,6 +68,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
 
     /// Completes the ask if nobody did yet; returns whether this call did. Any thread.
     @discardableResult
+    @usableFromInline
     func complete(_ result: Completion) -> Bool {
         guard completed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return false }

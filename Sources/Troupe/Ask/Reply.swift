@@ -8,13 +8,14 @@ import Synchronization
 /// without completing it fails the ask at once with ``AskError/noReply``, so an asker never
 /// waits for the timeout because a handler forgot to answer.
 public final class Reply<Value: Sendable>: Sendable {
-    let state: AskState<Value>
+    @usableFromInline let state: AskState<Value>
 
     @usableFromInline init(_ state: AskState<Value>) { self.state = state }
 
     /// Answers the ask. Returns false when it was already completed (answered, timed out or
     /// failed) and this value was discarded.
     @discardableResult
+    @inlinable
     public func succeed(_ value: Value) -> Bool { state.complete(.success(value)) }
 
     /// Fails the ask with `error`: the asker sees ``AskError/failed(_:)`` wrapping it, or the
@@ -34,7 +35,13 @@ public final class Reply<Value: Sendable>: Sendable {
 
     /// Dropped unanswered: `.recipientStopped` when it goes with the instance of an actor that
     /// stopped, `.noReply` otherwise.
-    deinit { state.complete(.failure(CTroupe_is_releasing_stopped_actor() ? .recipientStopped : .noReply)) }
+    ///
+    /// An answered reply returns at once: building the failure (a generic `Result`) would cost a
+    /// generic-metadata lookup in the runtime on every ask.
+    deinit {
+        if state.completed.load(ordering: .acquiring) { return }
+        state.complete(.failure(CTroupe_is_releasing_stopped_actor() ? .recipientStopped : .noReply))
+    }
 }
 
 extension Reply where Value == Void {

@@ -36,7 +36,10 @@ import TroupeTestSupport
             let child = try await parent.ask { ContextActor.Message.spawnChild("child", $0) }
             let grandchild = try await child.ask { ContextActor.Message.spawnChild("grandchild", $0) }
             parent.stop()
-            await waitUntil("whole family stopped") { parent.isStopped && child.isStopped && grandchild.isStopped }
+            // `terminated()` resolves after each `stopped` hook ran (`isStopped` turns true before it).
+            _ = await parent.terminated()
+            _ = await child.terminated()
+            _ = await grandchild.terminated()
             let stops = events.values.filter { $0.hasPrefix("stopped") }
             #expect(Set(stops) == ["stopped parent", "stopped child", "stopped grandchild"])
             await waitUntil("no live actor") { system.liveActorCount == 0 }
