@@ -42,7 +42,7 @@ public struct SpawnOptions: Sendable {
     /// Stop the actor by itself once no ``ActorRef`` to it remains and its mailbox is empty
     /// (a self-invalidating actor). Its `stopped` hook runs on the actor, with
     /// ``ActorContext/terminationReason`` `.selfInvalidated`, before it is released: the place
-    /// to close files and connections. References the runtime holds (registry, timers, run
+    /// to close files and connections. References the runtime holds (the live-actor list, timers, run
     /// queues) do not count; a ref stored anywhere else, including in the actor's own state,
     /// keeps it alive.
     public var selfInvalidating: Bool

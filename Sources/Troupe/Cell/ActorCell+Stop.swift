@@ -2,7 +2,7 @@ import Synchronization
 internal import CTroupe
 
 /// Stopping: timers cancelled, `stopped`, the instance released, family and watchers told,
-/// the registry left. On the actor: called only by the holder of the scheduling right.
+/// the live-actor list left. On the actor: called only by the holder of the scheduling right.
 extension ActorCell {
     func cancelTimers() {
         guard let extras, !extras.timers.isEmpty else { return }
@@ -22,7 +22,7 @@ extension ActorCell {
     }
 
     /// Stops the actor now: cancels its timers, runs `stopped`, stops children, tells the
-    /// parent and the watchers, leaves the registry. Later envelopes are dead-lettered by the
+    /// parent and the watchers, leaves the live-actor list. Later envelopes are dead-lettered by the
     /// turns that pop them.
     func stopNow(_ reason: TerminationReason) {
         flags.remove(.stopRequested)

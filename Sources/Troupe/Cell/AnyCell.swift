@@ -14,7 +14,7 @@ internal import CTroupe
 /// deadline passed and read by the right's holder. `instanceOffset` is written once, by the
 /// initialiser, before the cell is shared. `extras`, `flags` and the subclass's instance are
 /// touched only by the right's holder (see ``CellExtras`` for the one exception);
-/// `liveNext`/`livePrevious` only under the system's registry lock. The mailbox's
+/// `liveNext`/`livePrevious` only under the system's `liveActors` lock. The mailbox's
 /// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
 /// worker to the next with a happens-before edge.
 @usableFromInline
@@ -77,7 +77,16 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// mailbox empty. Any thread; takes ownership of the envelope.
     @usableFromInline
     final func pushUserEnvelope(payload: UnsafeMutableRawPointer) {
-        if CTroupe_mailbox_push(mailbox, Envelope(payload: payload).raw, false) {
+        push(Envelope(payload: payload), reserved: false)
+    }
+
+    /// Pushes `envelope` and schedules the actor when the push found its mailbox empty (the
+    /// push that wins the scheduling right schedules, exactly once). `reserved`: the envelope's
+    /// place was reserved (bounded mailboxes) or it is uncounted (system envelopes); see
+    /// `CTroupe_mailbox_push`. Any thread; takes ownership of the envelope.
+    @inline(__always)
+    final func push(_ envelope: Envelope, reserved: Bool) {
+        if CTroupe_mailbox_push(mailbox, envelope.raw, reserved) {
             system.schedule(self)
         }
     }
@@ -87,7 +96,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
 
     /// Why the actor stopped; `nil` while it runs. Reliable on the actor itself, and on other
-    /// threads once the cell has left the registry (see ``CellExtras``).
+    /// threads once the cell has left the live-actor list (see ``CellExtras``).
     var terminationReason: TerminationReason? {
         isStopped ? (extras?.stopReason ?? .stopped) : nil
     }
@@ -102,10 +111,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
 
     /// Enqueues a system message; never dropped. Any thread.
     final func sendSystem(_ message: SystemMessage) {
-        let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_system), askToken: nil)
-        if CTroupe_mailbox_push(mailbox, envelope.raw, true) {
-            system.schedule(self)
-        }
+        push(Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_system), askToken: nil), reserved: true)
     }
 
     /// Asks the actor to stop after the messages already in its mailbox.

@@ -2,8 +2,8 @@ internal import CTroupe
 
 /// Rare per-actor state, allocated on first use: family links, failures, watches, timers,
 /// a pending delayed restart. Touched only by the holder of the mailbox's scheduling right,
-/// except `stopReason`, which is written before the cell leaves the registry and read by
-/// watchers only after that (under the registry lock).
+/// except `stopReason`, which is written before the cell leaves the live-actor list and read by
+/// watchers only after that (under the system's `liveActors` lock).
 final class CellExtras {
     weak var parent: AnyCell?
     var children: [ObjectIdentifier: AnyCell] = [:]

@@ -22,23 +22,28 @@ struct Envelope {
     /// Any thread.
     @usableFromInline
     static func allocateUserPayload(size: Int) -> UnsafeMutableRawPointer {
-        let raw = CTroupe_envelope_alloc(size)!
-        raw.pointee.kind = UInt32(CTroupe_envelope_kind_user)
-        raw.pointee.ask_token = nil
-        return UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset)
+        allocate(payloadSize: size, kind: UInt32(CTroupe_envelope_kind_user), askToken: nil).payload
+    }
+
+    /// Allocates an envelope whose payload is not initialised yet. Any thread.
+    @inline(__always)
+    static func allocate(payloadSize: Int, kind: UInt32, askToken: AskToken?) -> Envelope {
+        let raw = CTroupe_envelope_alloc(payloadSize)!
+        raw.pointee.kind = kind
+        raw.pointee.ask_token = askToken?.raw
+        return Envelope(raw: raw)
     }
 
     /// Allocates an envelope and moves `payload` into it. Any thread.
     @inline(__always)
     static func make<Payload>(_ payload: consuming Payload, kind: UInt32, askToken: AskToken?) -> Envelope {
-        let raw = CTroupe_envelope_alloc(MemoryLayout<Payload>.size)!
-        raw.pointee.kind = kind
-        raw.pointee.ask_token = askToken?.raw
-        (UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset))
-            .bindMemory(to: Payload.self, capacity: 1)
-            .initialize(to: payload)
-        return Envelope(raw: raw)
+        let envelope = allocate(payloadSize: MemoryLayout<Payload>.size, kind: kind, askToken: askToken)
+        envelope.payload.bindMemory(to: Payload.self, capacity: 1).initialize(to: payload)
+        return envelope
     }
+
+    /// Where the payload starts.
+    var payload: UnsafeMutableRawPointer { UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset) }
 
     var isSystem: Bool { raw.pointee.kind == UInt32(CTroupe_envelope_kind_system) }
     var askToken: AskToken? { raw.pointee.ask_token.map(AskToken.init(raw:)) }
@@ -46,9 +51,8 @@ struct Envelope {
     /// Moves the payload out and frees the envelope. Consumer only.
     @inline(__always)
     func take<Payload>(as type: Payload.Type) -> Payload {
-        let payload = (UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset))
-            .assumingMemoryBound(to: Payload.self).move()
+        let value = payload.assumingMemoryBound(to: Payload.self).move()
         CTroupe_envelope_free(raw)
-        return payload
+        return value
     }
 }

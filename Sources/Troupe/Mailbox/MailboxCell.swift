@@ -20,13 +20,8 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
     /// The send path of asks and of code inside the runtime. Any thread.
     @usableFromInline
     final func send(_ message: consuming Message, askToken: AskToken? = nil) -> TellOutcome {
-        if _slowPath(lifecycle.load(ordering: .relaxed) != 0 || !system.isAccepting || mailboxMode != .unbounded) {
-            return sendSlowly(message, askToken: askToken)
-        }
-        let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken)
-        if CTroupe_mailbox_push(mailbox, envelope.raw, false) {
-            system.schedule(self)
-        }
+        guard _fastPath(acceptsFastSend) else { return sendSlowly(message, askToken: askToken) }
+        push(Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken), reserved: false)
         return .enqueued
     }
 
@@ -72,10 +67,7 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
             }
             reserved = true
         }
-        let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken)
-        if CTroupe_mailbox_push(mailbox, envelope.raw, reserved) {
-            system.schedule(self)
-        }
+        push(Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken), reserved: reserved)
         return outcome
     }
 

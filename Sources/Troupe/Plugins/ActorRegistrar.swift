@@ -79,7 +79,7 @@ public class ActorRegistrar {
         let held = Locked<Actor.Definition?>(runnable)
         return try add(Actor.self, accepting: Actor.Definition.Message.self, kind: .instance, name: name) { name in
             { system in
-                // The registry creates each entry once, so the value is still there.
+                // The provider table creates each entry once, so the value is still there.
                 guard let runnable = held.withLock({ $0.take() }) else {
                     fatalError("instance '\(name)' spawned twice (internal error)")
                 }

@@ -132,10 +132,10 @@ extension ActorSystem {
     @discardableResult
     public func loadPlugin(at path: String) throws(PluginLoadError) -> PluginDescriptor {
         let registrar = ActorRegistrar(services: services)
-        let registry = providers
+        let providers = self.providers
         let loaded = try registrar.loadPlugin(at: path) { realPath, name in
-            if let name { return registry.isInstalled(plugin: name) ? name : nil }
-            return registry.pluginLoaded(fromLibrary: realPath)
+            if let name { return providers.isInstalled(plugin: name) ? name : nil }
+            return providers.pluginLoaded(fromLibrary: realPath)
         }
         do throws(RegistryError) {
             try providers.commit(registrar, into: self)

@@ -57,7 +57,7 @@ public final class SystemBuilder: ActorRegistrar {
         guard !built else { throw .builderAlreadyBuilt }
         built = true
         let system = ActorSystem(configuration: configuration)
-        // Names were checked as they were registered and the system's registry is empty, so
+        // Names were checked as they were registered and the system's provider table is empty, so
         // this cannot fail; should it, the half-built system must not keep its threads.
         do throws(RegistryError) {
             try system.providers.commit(self, into: system)
