@@ -56,14 +56,15 @@ enum {
 /// Returns an envelope with room for `payload_size` bytes of payload; never NULL (aborts when
 /// the process is out of memory, as Swift's allocator does). Any thread.
 /// Steady state: pops a thread-local free list; refills from a shared batch stack (one mutex
-/// acquisition per batch of envelopes, not per message); mallocs only when both are empty.
+/// acquisition per batch of envelopes, not per message); when both are empty, carves a 16 KiB
+/// slab of envelopes from one malloc.
 CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size);
 
 /// Returns an envelope to the calling thread's free list. Any thread, not necessarily the one
 /// that allocated it; the payload must already be destroyed.
 void CTroupe_envelope_free(CTroupe_envelope *envelope);
 
-/// Envelopes obtained from malloc since process start (pool misses and large payloads).
+/// malloc calls the envelope allocator made since process start (slabs and large payloads).
 uint64_t CTroupe_envelope_fresh_allocations(void);
 
 // MARK: - Mailboxes

@@ -73,15 +73,44 @@ static void register_thread(void) {
     local.registered = true;
 }
 
+// The smallest class that holds `total` bytes, or CLASS_COUNT when none does: powers of two
+// from 64 to 1024, then one class for the largest pooled payload. No loop: a message's size
+// is fixed by its type, but the call is made from Swift with the size as an argument.
 static inline unsigned class_for(size_t total) {
-    unsigned cls = 0;
-    while (cls < CLASS_COUNT && class_sizes[cls] < total) cls++;
-    return cls;
+    if (total <= 64) return 0;
+    unsigned cls = 58u - (unsigned)__builtin_clzll((unsigned long long)(total - 1));
+    if (cls < CLASS_COUNT - 1) return cls;
+    return total <= class_sizes[CLASS_COUNT - 1] ? CLASS_COUNT - 1 : CLASS_COUNT;
 }
 
-CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size) {
-    size_t total = payload_size + CTroupe_envelope_payload_offset;
-    unsigned cls = class_for(total);
+// Envelopes carved from one malloc when a thread finds no envelope of a class anywhere: a
+// burst that outruns the consumer (a flood into an unbounded mailbox) then costs one malloc
+// per SLAB_BYTES instead of one per message. Envelopes are never given back to malloc, so a
+// slab is never freed either; its envelopes circulate like any other.
+enum { SLAB_BYTES = 16384 };
+
+static CTroupe_envelope *carve_slab(unsigned cls, free_list *list) {
+    size_t size = class_sizes[cls];
+    size_t count = SLAB_BYTES / size;
+    if (count < 2) count = 2;
+    unsigned char *slab = malloc(size * count);
+    if (slab == NULL) abort();
+    atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
+    // The first envelope is returned; the others become the thread's list (it was empty).
+    for (size_t i = 1; i < count; i++) {
+        CTroupe_envelope *envelope = (CTroupe_envelope *)(slab + i * size);
+        envelope->size_class = cls;
+        envelope->link = i + 1 < count ? (CTroupe_envelope *)(slab + (i + 1) * size) : NULL;
+    }
+    list->head = (CTroupe_envelope *)(slab + size);
+    list->count = (uint32_t)(count - 1);
+    CTroupe_envelope *first = (CTroupe_envelope *)slab;
+    first->size_class = cls;
+    return first;
+}
+
+// The thread's list of the class is empty (or the payload is too large for any class).
+__attribute__((noinline)) static CTroupe_envelope *alloc_slowly(size_t total, unsigned cls) {
     if (cls == CLASS_COUNT) {
         CTroupe_envelope *envelope = malloc(total);
         if (envelope == NULL) abort();
@@ -89,14 +118,8 @@ CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size) {
         envelope->size_class = LARGE_CLASS;
         return envelope;
     }
-    free_list *list = &local.lists[cls];
-    CTroupe_envelope *envelope = list->head;
-    if (__builtin_expect(envelope != NULL, 1)) {
-        list->head = envelope->link;
-        list->count -= 1;
-        return envelope;
-    }
     if (!local.registered) register_thread();
+    free_list *list = &local.lists[cls];
     // Refill from the shared stack: the whole batch becomes this thread's list.
     pthread_mutex_lock(&shared_lock[cls]);
     CTroupe_envelope *batch = shared[cls];
@@ -108,22 +131,34 @@ CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size) {
         batch->size_class = cls;
         return batch;
     }
-    envelope = malloc(class_sizes[cls]);
-    if (envelope == NULL) abort();
-    atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
-    envelope->size_class = cls;
-    return envelope;
+    return carve_slab(cls, list);
 }
 
-void CTroupe_envelope_free(CTroupe_envelope *envelope) {
-    unsigned cls = envelope->size_class;
+// Fast path: a pop from the thread's own list, no call, no saved registers.
+CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size) {
+    size_t total = payload_size + CTroupe_envelope_payload_offset;
+    unsigned cls = class_for(total);
+    if (__builtin_expect(cls < CLASS_COUNT, 1)) {
+        free_list *list = &local.lists[cls];
+        CTroupe_envelope *envelope = list->head;
+        if (__builtin_expect(envelope != NULL, 1)) {
+            list->head = envelope->link;
+            list->count -= 1;
+            return envelope;
+        }
+    }
+    return alloc_slowly(total, cls);
+}
+
+// The thread's list is full (or unregistered, or the envelope is a large one).
+__attribute__((noinline)) static void free_slowly(CTroupe_envelope *envelope, unsigned cls) {
     if (cls == LARGE_CLASS) {
         free(envelope);
         return;
     }
-    if (__builtin_expect(!local.registered, 0)) register_thread();
+    if (!local.registered) register_thread();
     free_list *list = &local.lists[cls];
-    if (__builtin_expect(list->count >= LOCAL_LIMIT, 0)) {
+    if (list->count >= LOCAL_LIMIT) {
         // Hand the older half over as one batch: the first BATCH envelopes after the head stay.
         CTroupe_envelope *keep_last = list->head;
         for (uint32_t i = 1; i < BATCH; i++) keep_last = keep_last->link;
@@ -135,6 +170,21 @@ void CTroupe_envelope_free(CTroupe_envelope *envelope) {
     envelope->link = list->head;
     list->head = envelope;
     list->count += 1;
+}
+
+// Fast path: a push onto the thread's own list, no call, no saved registers.
+void CTroupe_envelope_free(CTroupe_envelope *envelope) {
+    unsigned cls = envelope->size_class;
+    if (__builtin_expect(cls < CLASS_COUNT && local.registered, 1)) {
+        free_list *list = &local.lists[cls];
+        if (__builtin_expect(list->count < LOCAL_LIMIT, 1)) {
+            envelope->link = list->head;
+            list->head = envelope;
+            list->count += 1;
+            return;
+        }
+    }
+    free_slowly(envelope, cls);
 }
 
 uint64_t CTroupe_envelope_fresh_allocations(void) {

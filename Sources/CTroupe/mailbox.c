@@ -60,6 +60,11 @@ _Static_assert(sizeof(((CTroupe_envelope *)0)->link) == sizeof(struct cds_wfcq_n
 _Static_assert(sizeof(CTroupe_envelope) <= CTroupe_envelope_payload_offset,
                "the payload starts after the header");
 _Static_assert(CTroupe_envelope_payload_offset % 16 == 0, "payloads are 16-byte aligned");
+// Troupe's inlinable turn (EnvelopeLayout in Envelope.swift) reads the header at these offsets.
+_Static_assert(offsetof(CTroupe_envelope, kind) == 8, "EnvelopeLayout.kindOffset");
+_Static_assert(offsetof(CTroupe_envelope, ask_token) == 16, "EnvelopeLayout.askTokenOffset");
+_Static_assert(CTroupe_envelope_payload_offset == 32, "EnvelopeLayout.payloadOffset");
+_Static_assert(CTroupe_envelope_kind_user == 0, "EnvelopeLayout.userKind");
 _Static_assert(offsetof(struct CTroupe_mailbox, tail) == 64, "head and tail on separate cache lines");
 _Static_assert(offsetof(struct CTroupe_mailbox, scheduled) < 64, "scheduling state on the consumer line");
 _Static_assert(sizeof(struct CTroupe_mailbox) == 128, "a mailbox is two cache lines");
@@ -170,7 +175,8 @@ void CTroupe_mailbox_set_owner(CTroupe_mailbox *mailbox, void *owner) {
 bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, bool reserved) {
     if (mailbox->tracks_depth && !reserved) atomic_fetch_add_explicit(&mailbox->depth, 1, memory_order_relaxed);
     struct cds_wfcq_node *node = (struct cds_wfcq_node *)envelope;
-    cds_wfcq_node_init(node);
+    // cds_wfcq_node_init, without a call into the shared library: the link is the node.
+    envelope->link = NULL;
     CTROUPE_TSAN_RELEASE(envelope);
     // Returns false when the queue was empty before this push.
     if (cds_wfcq_enqueue(&mailbox->head, &mailbox->tail, node)) return false;

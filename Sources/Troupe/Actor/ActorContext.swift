@@ -8,9 +8,9 @@ import Logging
 public struct ActorContext<Message: Sendable> {
     /// Valid while the actor is handling a message or running a hook, which is the only time
     /// a context exists.
-    unowned(unsafe) let cell: MailboxCell<Message>
+    @usableFromInline unowned(unsafe) let cell: MailboxCell<Message>
 
-    init(cell: MailboxCell<Message>) { self.cell = cell }
+    @inlinable init(cell: MailboxCell<Message>) { self.cell = cell }
 
     /// The actor's own reference.
     public var ref: ActorRef<Message> { ActorRef(cell: cell) }

@@ -42,12 +42,26 @@ public protocol ActorDefinition: SpawnableActor where Definition == Self {
     /// Runs on the fresh instance after a restart, before the next pending message.
     /// Default: calls ``started(context:)``.
     mutating func didRestart(reason: any Error, context: ActorContext<Message>)
+
+    /// Runtime entry point; do not implement or call it. Runs one turn of this definition's
+    /// actor. The default implementation is the turn itself, `@inlinable`, so that the
+    /// compiler builds it for your type in your module: popping, moving the message out of
+    /// its envelope and calling ``receive(_:context:)`` are then specialised code, without
+    /// the generic runtime's metadata lookups and witness calls.
+    static func _turn(_ turn: _ActorTurn) -> Bool
 }
 
 extension ActorDefinition {
     /// An ``ActorDefinition`` runs as itself.
     public static func _runnable(_ actor: consuming Self) -> Self { actor }
     public static func _runnableFactory(_ factory: @escaping @Sendable () -> Self) -> @Sendable () -> Self { factory }
+
+    @inlinable
+    public static func _turn(_ turn: _ActorTurn) -> Bool {
+        Unmanaged<ActorCell<Self>>.fromOpaque(turn.cell)._withUnsafeGuaranteedRef {
+            $0.turn(buffer: turn.buffer, limit: turn.limit)
+        }
+    }
 
     public mutating func started(context: ActorContext<Message>) {}
     public mutating func stopped(context: ActorContext<Message>) {}

@@ -8,9 +8,9 @@
 /// hold its `Reply` and the ask ends (timeout) first.
 @usableFromInline
 struct AskToken {
-    let raw: UnsafeMutableRawPointer
+    @usableFromInline let raw: UnsafeMutableRawPointer
 
-    init(raw: UnsafeMutableRawPointer) { self.raw = raw }
+    @usableFromInline init(raw: UnsafeMutableRawPointer) { self.raw = raw }
 
     /// Takes the retain the envelope will own. Any thread (the sender).
     @usableFromInline
@@ -21,7 +21,7 @@ struct AskToken {
     private var state: Unmanaged<AskStateBase> { Unmanaged<AskStateBase>.fromOpaque(raw) }
 
     /// The request was handled: gives the retain back.
-    func release() { state.release() }
+    @usableFromInline func release() { state.release() }
 
     /// The request became a dead letter: fails the ask (if still open) and gives the retain back.
     func failDelivery(_ reason: DeadLetterReason) { state.takeRetainedValue().failDelivery(reason) }

@@ -10,6 +10,7 @@ extension ActorCell {
     }
 
     /// At the end of a turn after a lease was released: stop when no ref and no message remain.
+    @usableFromInline
     func checkSelfInvalidation() {
         guard let invalidation = config?.selfInvalidation, !invalidation.isReferenced else {
             flags.remove(.invalidationCheck)

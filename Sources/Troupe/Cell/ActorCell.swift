@@ -3,10 +3,11 @@ import Synchronization
 internal import CTroupe
 
 /// The cell of one actor definition: owns the instance and runs its turns.
+@usableFromInline
 final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Message>,
     @unchecked Sendable  // AnyCell's contract
 {
-    typealias Message = Definition.Message
+    @usableFromInline typealias Message = Definition.Message
 
     /// Touched only by the holder of the scheduling right, which the mailbox protocol makes
     /// exclusive; the dynamic exclusivity check would cost a runtime call per message.
@@ -20,7 +21,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         super.init(system: system, config: config)
         let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
         let offset = withUnsafeMutablePointer(to: &self.instance) { UnsafeMutableRawPointer($0) - base }
-        instanceOffset = UInt32(offset)
+        instanceOffsetStorage.store(UInt32(offset), ordering: .relaxed)
     }
 
     /// The spawn factory, cast back to its type: only when restarting (a dynamic cast).
@@ -37,10 +38,10 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// optional in this unspecialised generic code would look up the metadata of
     /// `Optional<Definition>` on every message (a hash-table search in the runtime, about 325
     /// instructions by callgrind). Only called while the instance exists (before the actor stops).
-    @inline(__always)
+    @inlinable @inline(__always)
     func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
         assert(!flags.contains(.instanceReleased), "the instance of a stopped actor was used")
-        let typed = (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + Int(instanceOffset))
+        let typed = (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + instanceOffset)
             .assumingMemoryBound(to: Definition.self)
         if MemoryLayout<Definition>.size == 0 {
             var stateless = typed.pointee
@@ -61,46 +62,15 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     var context: ActorContext<Message> { ActorContext(cell: self) }
 
-    override func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
-        inTurn { runTurnHoldingTheRight(buffer: buffer, limit: limit) }
-    }
-
-    @inline(__always)
-    private func runTurnHoldingTheRight(
-        buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int
-    ) -> Bool {
-        if _slowPath(flags.intersection([.started, .suspended]) != .started) {
-            if !beginTurnSlowly() { return suspensionTurnEnded() }
-        }
-        var handled = 0
-        // A bounded mailbox gives up its envelopes one at a time, so that none wait in a popped
-        // batch beyond the capacity.
-        let perPop = mailboxMode == .unbounded ? limit : 1
-        while handled < limit {
-            let requested = min(perPop, limit - handled)
-            let count = CTroupe_mailbox_pop_batch(mailbox, buffer, requested)
-            if count == 0 { break }
-            for index in 0..<count {
-                handle(Envelope(raw: buffer[index].unsafelyUnwrapped))
-                if _slowPath(flags.contains(.suspended)) {
-                    // A delayed restart began: keep the rest of the batch for the fresh instance.
-                    for rest in (index + 1)..<count { extras!.held.append(buffer[rest].unsafelyUnwrapped) }
-                    return suspensionTurnEnded()
-                }
-            }
-            handled += count
-            // Fewer than asked for: the queue was empty a moment ago. Popping again would
-            // almost always find nothing (one more dequeue of an empty queue per turn);
-            // `finish_turn` looks again anyway, and a message that came meanwhile makes it
-            // keep the scheduling right, so the worker runs another turn.
-            if count < requested { break }
-        }
-        if _slowPath(flags.contains(.invalidationCheck)) { checkSelfInvalidation() }
-        return CTroupe_mailbox_finish_turn(mailbox)
+    /// Runs the turn compiled for `Definition` (``ActorDefinition/_turn(_:)``, specialised in the
+    /// module that declares the definition; generic for the runtime's own definitions).
+    override func runTurn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
+        Definition._turn(_ActorTurn(cell: self, buffer: buffer, limit: limit))
     }
 
     /// First turn (runs `started`) or the turn that ends a suspension. Returns false when the
     /// actor is (again) suspended.
+    @usableFromInline
     func beginTurnSlowly() -> Bool {
         if !flags.contains(.started) {
             flags.insert(.started)
@@ -126,23 +96,28 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             retryFailingMessage()
         }
         while !extras.held.isEmpty && !flags.contains(.suspended) {
-            handle(Envelope(raw: extras.held.removeFirst()))
+            handleSlowly(UnsafeMutableRawPointer(extras.held.removeFirst()))
         }
         return !flags.contains(.suspended)
     }
 
     /// The turn of a suspended actor ends; see ``ResumeEntry``.
+    @usableFromInline
     func suspensionTurnEnded() -> Bool {
         extras!.suspension!.resume.turnEnded()
     }
 
-    @inline(__always)
-    func handle(_ envelope: Envelope) {
+    /// Handles an envelope the turn's fast check let through: a system message, or a user
+    /// message while a lifecycle bit is set (stopped, abandoned, restart requested). Also the
+    /// path of envelopes held across a suspension.
+    @usableFromInline
+    func handleSlowly(_ raw: UnsafeMutableRawPointer) {
+        let envelope = Envelope(raw: raw.assumingMemoryBound(to: CTroupe_envelope.self))
         if _slowPath(envelope.isSystem) {
             handleSystem(envelope.take(as: SystemMessage.self))
             return
         }
-        if _slowPath(lifecycle.load(ordering: .relaxed) != 0) {
+        if lifecycle.load(ordering: .relaxed) != 0 {
             let bits = Lifecycle(rawValue: lifecycle.load(ordering: .acquiring))
             if bits.contains(.stopped) {
                 deadLetter(envelope, .recipientStopped)
@@ -160,31 +135,6 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         }
         let token = envelope.askToken
         deliver(envelope.take(as: Message.self), token: token)
-    }
-
-    /// Runs the handler on one user message (from the mailbox, a timer, a notice or a retry).
-    @inline(__always)
-    func deliver(_ message: Message, token: AskToken?, isRetry: Bool = false) {
-        do {
-            try withInstance { try $0.receive(message, context: context) }
-        } catch {
-            failed(error, message: message, token: token, isRetry: isRetry)
-            if _slowPath(flags.contains(.stopRequested)) { stopNow(.stopped) }
-            return
-        }
-        if _slowPath(!flags.isDisjoint(with: [.stopRequested, .crashRequested])) {
-            if flags.contains(.crashRequested) {
-                flags.remove(.crashRequested)
-                let error = extras?.pendingCrash ?? RestartRequested()
-                extras?.pendingCrash = nil
-                failed(error, message: message, token: token, isRetry: isRetry)
-                if flags.contains(.stopRequested) { stopNow(.stopped) }
-                return
-            }
-            stopNow(.stopped)
-        }
-        // Handled: the envelope's retain of the ask state ends here.
-        token?.release()
     }
 
     func handleSystem(_ message: SystemMessage) {

@@ -25,9 +25,17 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     let config: CellConfig?
     /// ``Lifecycle`` bits, shared with other threads. Any bit set sends senders, and the turn,
     /// down the slow path.
-    let lifecycle = Atomic<UInt8>(0)
-    /// Protected by the scheduling right: only its holder reads or writes them.
-    var flags: CellFlags = []
+    @usableFromInline let lifecycle = Atomic<UInt8>(0)
+    /// ``CellFlags``, protected by the scheduling right: only its holder reads or writes them.
+    /// Kept in an atomic only so that no access is checked for exclusivity: the turn touches
+    /// them from inlinable code compiled in the user's module, where `@exclusivity(unchecked)`
+    /// does not reach, and a dynamic check costs about 70 instructions. Relaxed loads and
+    /// stores are plain moves.
+    @usableFromInline let flagBits = Atomic<UInt8>(0)
+    @inlinable final var flags: CellFlags {
+        get { CellFlags(rawValue: flagBits.load(ordering: .relaxed)) }
+        set { flagBits.store(newValue.rawValue, ordering: .relaxed) }
+    }
     #if DEBUG
         /// Debug builds: the thread running this cell's turn (0 between turns), for ``assertInTurn(_:)``.
         let turnThread = Atomic<UInt>(0)
@@ -35,8 +43,10 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: MailboxMode
     /// Where `ActorCell`'s instance lives, in bytes from the object's start (set once, by the
-    /// initialiser; it fills padding, so the cell does not grow).
-    var instanceOffset: UInt32 = 0
+    /// initialiser; it fills padding, so the cell does not grow). An atomic for the same reason
+    /// as `flagBits`.
+    @usableFromInline let instanceOffsetStorage = Atomic<UInt32>(0)
+    @inlinable final var instanceOffset: Int { Int(instanceOffsetStorage.load(ordering: .relaxed)) }
     var extras: CellExtras?
     /// Links of the system's ``LiveActors`` list; protected by the system's `liveActors` lock.
     var liveNext: AnyCell?
@@ -67,13 +77,23 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
 
     /// Whether a user message can take the fast path: the actor runs, the system accepts, the
     /// mailbox is unbounded. Any thread.
-    @usableFromInline
+    @inline(__always)
     final var acceptsFastSend: Bool {
         lifecycle.load(ordering: .relaxed) == 0 && system.isAccepting && mailboxMode == .unbounded
     }
 
+    /// When a user message can take the fast path (``acceptsFastSend``), allocates its
+    /// envelope (a user envelope without ask token) and returns where its payload goes; `nil`
+    /// otherwise (the caller takes the slow path). Any thread.
+    @usableFromInline
+    final func allocateForFastSend(payloadSize: Int) -> UnsafeMutableRawPointer? {
+        guard _fastPath(acceptsFastSend) else { return nil }
+        return Envelope.allocate(payloadSize: payloadSize, kind: UInt32(CTroupe_envelope_kind_user), askToken: nil)
+            .payload
+    }
+
     /// Pushes the user envelope whose payload (initialised) is at `payload` (from
-    /// ``Envelope/allocateUserPayload(size:)``), and schedules the actor when the push found its
+    /// ``allocateForFastSend(payloadSize:)``), and schedules the actor when the push found its
     /// mailbox empty. Any thread; takes ownership of the envelope.
     @usableFromInline
     final func pushUserEnvelope(payload: UnsafeMutableRawPointer) {
@@ -105,8 +125,34 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// scheduling right (more is pending) and must run or queue the cell again. Returning
     /// false while suspended also keeps the right: the restart timer reschedules the cell.
     /// Called only by the holder of the scheduling right.
-    func runTurn(buffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>, limit: Int) -> Bool {
+    func runTurn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
         fatalError("subclass")
+    }
+
+    // MARK: The inlinable turn's entry points (non-generic; the holder of the scheduling right)
+
+    /// Pops up to `capacity` envelopes into `buffer` (one at a time from a bounded mailbox, so
+    /// that none wait in a popped batch beyond its capacity); see `CTroupe_mailbox_pop_batch`.
+    @usableFromInline
+    final func popEnvelopes(into buffer: EnvelopeBuffer, capacity: Int) -> Int {
+        buffer.withMemoryRebound(to: UnsafeMutablePointer<CTroupe_envelope>?.self, capacity: capacity) {
+            CTroupe_mailbox_pop_batch(mailbox, $0, mailboxMode == .unbounded ? capacity : 1)
+        }
+    }
+
+    /// Ends the turn: whether the caller keeps the scheduling right; see
+    /// `CTroupe_mailbox_finish_turn`.
+    @usableFromInline
+    final func finishTurn() -> Bool { CTroupe_mailbox_finish_turn(mailbox) }
+
+    /// Debug builds: records (or clears) the calling thread as the one running this cell's
+    /// turn, for ``assertInTurn(_:file:line:)``. The inlinable turn calls it only in debug
+    /// builds.
+    @usableFromInline
+    final func markTurnThread(entering: Bool) {
+        #if DEBUG
+            turnThread.store(entering ? UInt(pthread_self()) : 0, ordering: .relaxed)
+        #endif
     }
 
     /// Enqueues a system message; never dropped. Any thread.
@@ -125,17 +171,6 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         lifecycle.bitwiseOr(Lifecycle.restartRequested.rawValue, ordering: .releasing)
         sendSystem(.wake)
         return true
-    }
-
-    /// Debug builds: marks the calling thread as the one holding the scheduling right for the
-    /// turn that `body` runs.
-    @inline(__always)
-    final func inTurn<Result>(_ body: () -> Result) -> Result {
-        #if DEBUG
-            turnThread.store(UInt(pthread_self()), ordering: .relaxed)
-            defer { turnThread.store(0, ordering: .relaxed) }
-        #endif
-        return body()
     }
 
     /// Debug builds: traps unless the calling thread runs this cell's turn, that is, holds its

@@ -16,21 +16,25 @@ struct Lifecycle: OptionSet {
     static let abandoned = Lifecycle(rawValue: 4)
 }
 
-/// A cell's own state, touched only by the holder of the scheduling right.
+/// A cell's own state, touched only by the holder of the scheduling right. Usable from
+/// inlinable code (the turn), so the flags are computed properties: a stored static would be
+/// reached through a lazy-initialisation accessor from another module.
+@usableFromInline
 struct CellFlags: OptionSet {
-    let rawValue: UInt8
+    @usableFromInline let rawValue: UInt8
+    @inlinable init(rawValue: UInt8) { self.rawValue = rawValue }
     /// `started` ran.
-    static let started = CellFlags(rawValue: 1)
+    @inlinable static var started: CellFlags { CellFlags(rawValue: 1) }
     /// ``ActorContext/stop()`` was called in the current handler.
-    static let stopRequested = CellFlags(rawValue: 2)
+    @inlinable static var stopRequested: CellFlags { CellFlags(rawValue: 2) }
     /// ``ActorContext/crash(_:)`` was called in the current handler.
-    static let crashRequested = CellFlags(rawValue: 4)
+    @inlinable static var crashRequested: CellFlags { CellFlags(rawValue: 4) }
     /// Paused by a delayed restart.
-    static let suspended = CellFlags(rawValue: 8)
+    @inlinable static var suspended: CellFlags { CellFlags(rawValue: 8) }
     /// A self-invalidating actor's lease went: check at the end of the turn.
-    static let invalidationCheck = CellFlags(rawValue: 16)
+    @inlinable static var invalidationCheck: CellFlags { CellFlags(rawValue: 16) }
     /// The instance was released (the actor stopped).
-    static let instanceReleased = CellFlags(rawValue: 32)
+    @inlinable static var instanceReleased: CellFlags { CellFlags(rawValue: 32) }
 }
 
 /// How a cell's mailbox admits user messages (copied from the config for the send path).

@@ -16,15 +16,6 @@ struct Envelope {
         raw = (payload - Int(CTroupe_envelope_payload_offset)).assumingMemoryBound(to: CTroupe_envelope.self)
     }
 
-    /// Allocates a user envelope with no ask token and returns where its payload goes: the
-    /// non-generic half of `tell`'s inlinable send path (the caller's specialised code moves
-    /// the payload in, then hands the envelope to ``AnyCell/pushUserEnvelope(payload:)``).
-    /// Any thread.
-    @usableFromInline
-    static func allocateUserPayload(size: Int) -> UnsafeMutableRawPointer {
-        allocate(payloadSize: size, kind: UInt32(CTroupe_envelope_kind_user), askToken: nil).payload
-    }
-
     /// Allocates an envelope whose payload is not initialised yet. Any thread.
     @inline(__always)
     static func allocate(payloadSize: Int, kind: UInt32, askToken: AskToken?) -> Envelope {
@@ -48,11 +39,48 @@ struct Envelope {
     var isSystem: Bool { raw.pointee.kind == UInt32(CTroupe_envelope_kind_system) }
     var askToken: AskToken? { raw.pointee.ask_token.map(AskToken.init(raw:)) }
 
+    /// Frees an envelope whose payload was moved out or destroyed. Any thread.
+    @usableFromInline
+    static func free(_ raw: UnsafeMutableRawPointer) {
+        CTroupe_envelope_free(raw.assumingMemoryBound(to: CTroupe_envelope.self))
+    }
+
     /// Moves the payload out and frees the envelope. Consumer only.
     @inline(__always)
     func take<Payload>(as type: Payload.Type) -> Payload {
         let value = payload.assumingMemoryBound(to: Payload.self).move()
         CTroupe_envelope_free(raw)
         return value
+    }
+}
+
+/// A worker's buffer of popped envelopes (`CTroupe_envelope *` in C), typed without the C
+/// module so that the inlinable turn can read it.
+@usableFromInline
+typealias EnvelopeBuffer = UnsafeMutablePointer<UnsafeMutableRawPointer?>
+
+/// The envelope header as the inlinable turn reads it: it is compiled into the user's module,
+/// which cannot see the C module, so it uses these offsets. `mailbox.c` asserts the same
+/// numbers against `CTroupe_envelope` at compile time, and `EnvelopeLayoutTests` checks them.
+@usableFromInline
+enum EnvelopeLayout {
+    @inlinable static var kindOffset: Int { 8 }
+    @inlinable static var askTokenOffset: Int { 16 }
+    @inlinable static var payloadOffset: Int { 32 }
+    @inlinable static var userKind: UInt32 { 0 }
+
+    @inlinable @inline(__always)
+    static func isUser(_ envelope: UnsafeMutableRawPointer) -> Bool {
+        envelope.load(fromByteOffset: kindOffset, as: UInt32.self) == userKind
+    }
+
+    @inlinable @inline(__always)
+    static func askToken(_ envelope: UnsafeMutableRawPointer) -> AskToken? {
+        envelope.load(fromByteOffset: askTokenOffset, as: UnsafeMutableRawPointer?.self).map(AskToken.init(raw:))
+    }
+
+    @inlinable @inline(__always)
+    static func payload(_ envelope: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        envelope + payloadOffset
     }
 }

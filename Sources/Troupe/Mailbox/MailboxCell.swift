@@ -6,12 +6,13 @@ internal import CTroupe
 class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherits AnyCell's contract
     /// The send path of `tell`, compiled into the caller's module for its concrete message type
     /// (`@inlinable`): the payload is moved into the envelope by specialised code, and the rest
-    /// is two non-generic calls into the runtime (allocate; push and schedule). Any thread;
-    /// wait-free apart from the envelope allocator's rare refill.
+    /// is two non-generic calls into the runtime (check and allocate; push and schedule). Any
+    /// thread; wait-free apart from the envelope allocator's rare refill.
     @inlinable @inline(__always)
     final func tell(_ message: consuming Message) -> TellOutcome {
-        guard _fastPath(acceptsFastSend) else { return tellSlowly(message) }
-        let payload = Envelope.allocateUserPayload(size: MemoryLayout<Message>.size)
+        guard let payload = allocateForFastSend(payloadSize: MemoryLayout<Message>.size) else {
+            return tellSlowly(message)
+        }
         payload.initializeMemory(as: Message.self, to: message)
         pushUserEnvelope(payload: payload)
         return .enqueued

@@ -262,7 +262,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     }
 
     private func drain(_ queue: OpaquePointer) {
-        let buffer = UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>.allocate(capacity: batchSize)
+        let buffer = EnvelopeBuffer.allocate(capacity: batchSize)
         defer { buffer.deallocate() }
         while let cell = Worker.pop(queue) {
             while cell.runTurn(buffer: buffer, limit: batchSize) {}

@@ -31,7 +31,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     var slotStreak = 0
     /// What this worker, as a thief, last saw in every other shared worker's slot.
     var strandWatch: [StrandObservation] = []
-    let batchBuffer: UnsafeMutablePointer<UnsafeMutablePointer<CTroupe_envelope>?>
+    let batchBuffer: EnvelopeBuffer
     /// A dedicated worker's actor (set once, before the worker's first turn, by spawn); its own
     /// thread reads it to refuse an `askBlocking` of that actor to itself.
     weak var servedCell: AnyCell?

@@ -1,0 +1,112 @@
+import Synchronization
+internal import CTroupe
+
+/// The turn: pop a batch, move each message out of its envelope, run the handler.
+///
+/// This is the per-message path, so it is `@inlinable`: ``ActorDefinition/_turn(_:)``'s
+/// default implementation calls it, and the compiler builds that witness in the module that
+/// declares the definition, for its concrete types. The message is then moved with a plain
+/// copy and `receive` is a direct call (often inlined), where the generic form paid
+/// associated-type lookups, value-witness calls and a witness thunk per message. Everything
+/// that is not the common case (system messages, lifecycle bits, failures, stop and crash
+/// requests, suspension) is a call into the runtime's generic code, so the inlined part stays
+/// small and uses only the names below that are `@usableFromInline`.
+///
+/// Called only by the holder of the mailbox's scheduling right (the worker running the cell).
+extension ActorCell {
+    /// Runs one turn of at most `limit` envelopes. Returns whether the caller keeps the
+    /// scheduling right (more is pending) and must run or queue the cell again. Returning
+    /// false while suspended also keeps the right: the restart timer reschedules the cell.
+    @inlinable
+    final func turn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
+        if _isDebugAssertConfiguration() { markTurnThread(entering: true) }
+        defer { if _isDebugAssertConfiguration() { markTurnThread(entering: false) } }
+        if _slowPath(flags.intersection([.started, .suspended]) != .started) {
+            if !beginTurnSlowly() { return suspensionTurnEnded() }
+        }
+        var handled = 0
+        while handled < limit {
+            let requested = limit - handled
+            let count = popEnvelopes(into: buffer, capacity: requested)
+            if count == 0 { break }
+            for index in 0..<count {
+                handle(buffer[index].unsafelyUnwrapped)
+                if _slowPath(flags.contains(.suspended)) {
+                    // A delayed restart began: keep the rest of the batch for the fresh instance.
+                    holdForResumption(buffer, from: index + 1, to: count)
+                    return suspensionTurnEnded()
+                }
+            }
+            handled += count
+            // Fewer than asked for: the queue was empty a moment ago (or the mailbox is bounded
+            // and gives one at a time). Popping again would almost always find nothing;
+            // `finishTurn` looks again anyway, and a message that came meanwhile makes it keep
+            // the scheduling right, so the worker runs another turn.
+            if count < requested { break }
+        }
+        if _slowPath(flags.contains(.invalidationCheck)) { checkSelfInvalidation() }
+        return finishTurn()
+    }
+
+    /// One popped envelope. The common case, a user message while no lifecycle bit is set, is
+    /// handled here; the rest by ``handleSlowly(_:)``.
+    @inlinable @inline(__always)
+    final func handle(_ envelope: UnsafeMutableRawPointer) {
+        guard _fastPath(EnvelopeLayout.isUser(envelope) && lifecycle.load(ordering: .relaxed) == 0) else {
+            handleSlowly(envelope)
+            return
+        }
+        let token = EnvelopeLayout.askToken(envelope)
+        let message = EnvelopeLayout.payload(envelope).assumingMemoryBound(to: Message.self).move()
+        Envelope.free(envelope)
+        deliver(message, token: token)
+    }
+
+    /// Runs the handler on one user message (from the mailbox, a timer, a notice or a retry).
+    @inlinable @inline(__always)
+    final func deliver(_ message: Message, token: AskToken?, isRetry: Bool = false) {
+        do {
+            try withInstance { try $0.receive(message, context: ActorContext(cell: self)) }
+        } catch {
+            handlerFailed(error, message: message, token: token, isRetry: isRetry)
+            return
+        }
+        if _slowPath(!flags.isDisjoint(with: [.stopRequested, .crashRequested])) {
+            actOnHandlerRequests(message: message, token: token, isRetry: isRetry)
+            return
+        }
+        // Handled: the envelope's retain of the ask state ends here.
+        token?.release()
+    }
+
+    /// The handler threw.
+    @usableFromInline
+    final func handlerFailed(_ error: any Error, message: Message, token: AskToken?, isRetry: Bool) {
+        failed(error, message: message, token: token, isRetry: isRetry)
+        if _slowPath(flags.contains(.stopRequested)) { stopNow(.stopped) }
+    }
+
+    /// The handler returned after ``ActorContext/crash(_:)`` or ``ActorContext/stop()``.
+    @usableFromInline
+    final func actOnHandlerRequests(message: Message, token: AskToken?, isRetry: Bool) {
+        if flags.contains(.crashRequested) {
+            flags.remove(.crashRequested)
+            let error = extras?.pendingCrash ?? RestartRequested()
+            extras?.pendingCrash = nil
+            failed(error, message: message, token: token, isRetry: isRetry)
+            if flags.contains(.stopRequested) { stopNow(.stopped) }
+            return
+        }
+        stopNow(.stopped)
+        token?.release()
+    }
+
+    /// A delayed restart began in the middle of a batch: the envelopes after it wait for the
+    /// fresh instance, in order.
+    @usableFromInline
+    final func holdForResumption(_ buffer: EnvelopeBuffer, from start: Int, to end: Int) {
+        for index in start..<end {
+            extras!.held.append(buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self))
+        }
+    }
+}
