@@ -40,8 +40,8 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
             _ request: (Reply<Value>) -> Message
         ) async throws(AskError) -> Value
     {
-        try await Asking.await(cell.system, timeout: timeout) { state, limit in
-            sendAsk(request(Reply(state)), state: state, timeout: limit)
+        try await Asking.await(cell.system, timeout: timeout) { state in
+            sendAsk(request(Reply(state)), state: state)
         }
     }
 
@@ -53,8 +53,8 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         _ request: (Reply<Value>) -> Message,
         onReply: @escaping @Sendable (Result<Value, AskError>) -> Void
     ) {
-        Asking.callback(cell.system, timeout: timeout, onReply: onReply) { state, limit in
-            sendAsk(request(Reply(state)), state: state, timeout: limit)
+        Asking.callback(cell.system, timeout: timeout, onReply: onReply) { state in
+            sendAsk(request(Reply(state)), state: state)
         }
     }
 
@@ -67,16 +67,16 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         timeout: Duration? = nil,
         _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
-        try Asking.blocking(cell.system, timeout: timeout, targets: { $0 === cell }) { state, limit in
-            sendAsk(request(Reply(state)), state: state, timeout: limit)
+        try Asking.blocking(cell.system, timeout: timeout, targets: { $0 === cell }) { state in
+            sendAsk(request(Reply(state)), state: state)
         }
     }
 
     /// Sends an ask's request: arms its timeout and lets the envelope carry the ask state.
     /// Any thread. Shared by refs and pools.
     @inlinable
-    func sendAsk<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
-        cell.system.timer.schedule(state, after: timeout)
+    func sendAsk<Value>(_ message: consuming Message, state: AskState<Value>) {
+        cell.system.timer.armTimeout(of: state)
         // The envelope owns one retain of the state until it is handled or dead-lettered: the
         // request may not hold its Reply, and the ask may end (timeout) before the envelope does.
         _ = cell.send(message, askToken: .retaining(state))

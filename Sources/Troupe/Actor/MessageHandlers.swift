@@ -70,7 +70,7 @@ public struct MessageHandlers<Actor> {
         _ body: @escaping (inout Actor, Payload, ActorContext<AnyMessage>, Reply<Value>) throws -> Void
     ) {
         add(type) { actor, payload, reply, context in
-            let state = AskState<Value>(timeout: .zero, timer: nil) { result in
+            let state = AskState<Value>(limit: AskLimit(duration: .zero, nanoseconds: 0)) { result in
                 switch result {
                 case .success(let value): reply?.succeed(value)
                 case .failure(let error): reply?.fail(error)

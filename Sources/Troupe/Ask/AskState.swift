@@ -5,55 +5,116 @@ import Synchronization
 /// delivery or the reply being dropped, whichever comes first.
 @usableFromInline
 class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication, then guarded by `completed`
-    let completed = Atomic<Bool>(false)
+    @usableFromInline let completed = Atomic<Bool>(false)
+    /// Cancellation of an awaiting ask (Dekker-style, both sequentially consistent): the
+    /// awaiting task sets `installed` after storing its continuation and then reads
+    /// `cancelRequested`; the cancelling thread sets `cancelRequested` and then reads
+    /// `installed`. At least one of them sees the other and completes the ask. (Here, in the
+    /// non-generic base, because a stored `Atomic` of a generic class costs a metadata lookup
+    /// of `Atomic<Bool>` per ask when the class is instantiated.)
+    let installed = Atomic<Bool>(false)
+    let cancelRequested = Atomic<Bool>(false)
+    /// The ask's time limit in nanoseconds, converted once (a `Duration`'s conversion costs
+    /// a 128-bit division).
+    let timeoutNanoseconds: Int64
+    /// Where the subclass's `waiter` lives, in bytes from the object's start (set by its
+    /// initialiser; see ``AskState/waiterSlot``).
+    @usableFromInline let waiterOffset = Atomic<Int>(0)
+
+    init(timeoutNanoseconds: Int64) { self.timeoutNanoseconds = timeoutNanoseconds }
+
+    /// Asks are not taken out of the timer's heap when they complete (see
+    /// ``DeadlineTimer/schedule(_:atNanoseconds:)``): a completed one is a dead entry.
+    override var isDone: Bool { completed.load(ordering: .relaxed) }
 
     /// The request became a dead letter: fail the ask with the matching error.
     func failDelivery(_ reason: DeadLetterReason) {}
 
     /// The handler of the request threw: fail the ask with that error (unless answered).
     func failHandler(_ error: any Error) {}
+
+    /// The ask's ``Reply`` was released unanswered: fail the ask (unless it completed
+    /// otherwise meanwhile). Non-generic, so that `Reply`'s deinit needs no metadata.
+    @usableFromInline
+    func replyDropped() {}
+}
+
+/// Who waits for an ask's result.
+@usableFromInline
+enum AskWaiter<Completion> {
+    /// Nobody (yet, for an awaiting ask before ``AskState/install(_:)``; or any more).
+    case none
+    /// A task awaiting the ask.
+    case continuation(UnsafeContinuation<Completion, Never>)
+    /// A callback (actor asks, `onReply`, blocking asks, future reactions).
+    case callback(@Sendable (Completion) -> Void)
 }
 
 /// The typed state of an ask.
 ///
-/// Thread-safety: its fields are written before the state is shared (the continuation before
-/// `installed` is set) and read once, by the winner of `completed`.
+/// Thread-safety: `waiter` is written before the state is shared (the continuation before
+/// `installed` is set), and taken once, by the winner of `completed`. It is reached through
+/// ``waiterSlot``, a pointer, because ``complete(_:)`` is inlinable: code compiled in another
+/// module checks every access to a stored `var` of a class for exclusivity at run time
+/// (about 150 instructions each), and `@exclusivity(unchecked)` does not reach it.
 @usableFromInline
 final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the contract above
     @usableFromInline typealias Completion = Result<Value, AskError>
 
-    private var continuation: UnsafeContinuation<Completion, Never>?
-    private let callback: (@Sendable (Completion) -> Void)?
+    /// Taken (left `.none`) by the completer: a completed ask may wait in the timer's heap
+    /// until it is purged, and must not keep what its callback captured (an actor's ref).
+    @exclusivity(unchecked) private var waiter: AskWaiter<Completion>
     private let timeout: Duration
-    private let timer: DeadlineTimer?
-    /// Cancellation of an awaiting ask (Dekker-style, both sequentially consistent): the
-    /// awaiting task sets `installed` after storing its continuation and then reads
-    /// `cancelRequested`; the cancelling thread sets `cancelRequested` and then reads
-    /// `installed`. At least one of them sees the other and completes the ask.
-    private let installed = Atomic<Bool>(false)
-    private let cancelRequested = Atomic<Bool>(false)
 
     /// An awaiting ask; its continuation comes with ``install(_:)``.
-    init(timeout: Duration, timer: DeadlineTimer) {
-        self.continuation = nil
-        self.callback = nil
-        self.timeout = timeout
-        self.timer = timer
+    init(limit: AskLimit) {
+        self.waiter = .none
+        self.timeout = limit.duration
+        super.init(timeoutNanoseconds: limit.nanoseconds)
+        recordWaiterOffset()
+    }
+
+    /// For the layout probe: records no offset.
+    fileprivate init(limit: AskLimit, measuring: Void) {
+        self.waiter = .none
+        self.timeout = limit.duration
+        super.init(timeoutNanoseconds: limit.nanoseconds)
     }
 
     @usableFromInline
-    init(timeout: Duration, timer: DeadlineTimer?, callback: @escaping @Sendable (Completion) -> Void) {
-        self.continuation = nil
-        self.callback = callback
-        self.timeout = timeout
-        self.timer = timer
+    init(limit: AskLimit, callback: @escaping @Sendable (Completion) -> Void) {
+        self.waiter = .callback(callback)
+        self.timeout = limit.duration
+        super.init(timeoutNanoseconds: limit.nanoseconds)
+        recordWaiterOffset()
+    }
+
+    /// Records where `waiter` lives. The offset is the same for every `Value` (an
+    /// ``AskWaiter`` holds a pointer or a closure whatever the result type), so it is measured
+    /// once, on an `AskState<Int>`: measuring it here, in generic code, would look up the
+    /// metadata of `AskWaiter<Result<Value, AskError>>` on every ask. Debug builds check it.
+    private func recordWaiterOffset() {
+        waiterOffset.store(askWaiterOffset, ordering: .relaxed)
+        assert(measuredWaiterOffset() == askWaiterOffset, "AskState's waiter moved with its Value type")
+    }
+
+    fileprivate func measuredWaiterOffset() -> Int {
+        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        return withUnsafeMutablePointer(to: &waiter) { UnsafeMutableRawPointer($0) - base }
+    }
+
+    /// The `waiter` field's address (an object never moves).
+    @inlinable
+    var waiterSlot: UnsafeMutablePointer<AskWaiter<Completion>> {
+        (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + waiterOffset.load(ordering: .relaxed))
+            .assumingMemoryBound(to: AskWaiter<Completion>.self)
     }
 
     /// The awaiting task, before the request is sent. Returns false when the task was
     /// cancelled meanwhile: the ask is then completed with ``AskError/cancelled`` and the
     /// request must not be sent.
     func install(_ continuation: UnsafeContinuation<Completion, Never>) -> Bool {
-        self.continuation = continuation
+        waiterSlot.pointee = .continuation(continuation)
         installed.store(true, ordering: .sequentiallyConsistent)
         guard cancelRequested.load(ordering: .sequentiallyConsistent) else { return true }
         complete(.failure(.cancelled))
@@ -67,13 +128,23 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
     }
 
     /// Completes the ask if nobody did yet; returns whether this call did. Any thread.
+    /// Inlinable, so that it is specialised for `Value` where the reply is sent (generic, it
+    /// looked up `Result<Value, AskError>`'s metadata on every ask).
     @discardableResult
-    @usableFromInline
+    @inlinable
     func complete(_ result: Completion) -> Bool {
         guard completed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return false }
-        timer?.cancel(self)
-        if let continuation { continuation.resume(returning: result) } else { callback?(result) }
+        // Not taken out of the timer's heap: the timer skips and purges completed asks (see
+        // DeadlineTimer), which saves a lock and a heap removal per ask.
+        let slot = waiterSlot
+        let waiter = slot.move()
+        slot.initialize(to: .none)
+        switch waiter {
+        case .continuation(let continuation): continuation.resume(returning: result)
+        case .callback(let callback): callback(result)
+        case .none: break
+        }
         return true
     }
 
@@ -81,9 +152,25 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
 
     override func fireAtShutdown() { complete(.failure(.recipientStopped)) }
 
+    override func replyDropped() {
+        complete(.failure(CTroupe_is_releasing_stopped_actor() ? .recipientStopped : .noReply))
+    }
+
     override func failHandler(_ error: any Error) { complete(.failure(AskError.wrapping(error))) }
 
     override func failDelivery(_ reason: DeadLetterReason) {
         complete(.failure(reason == .recipientStopped ? .recipientStopped : .undeliverable(reason)))
     }
+}
+
+/// Where `AskState`'s `waiter` field lives (see `AskState.recordWaiterOffset`).
+private let askWaiterOffset: Int = AskState<Int>(limit: AskLimit(duration: .zero, nanoseconds: 0), measuring: ())
+    .measuredWaiterOffset()
+
+/// An ask's time limit: the `Duration` (for the `.timedOut(after:)` error) and its nanoseconds
+/// (for the timer), converted once per system for the default limit.
+@usableFromInline
+struct AskLimit: Sendable {
+    let duration: Duration
+    let nanoseconds: Int64
 }

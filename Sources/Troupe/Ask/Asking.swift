@@ -9,16 +9,15 @@ enum Asking {
     nonisolated(nonsending)
         static func await<Value: Sendable>(
             _ system: ActorSystem, timeout: Duration?,
-            send: (AskState<Value>, Duration) -> Void
+            send: (AskState<Value>) -> Void
         ) async throws(AskError) -> Value
     {
-        let limit = timeout ?? system.configuration.askTimeout
         // A task cancelled before the ask sends nothing.
         if Task.isCancelled { throw .cancelled }
-        let state = AskState<Value>(timeout: limit, timer: system.timer)
+        let state = AskState<Value>(limit: system.askLimit(timeout))
         let result: Result<Value, AskError> = await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
-                if state.install(continuation) { send(state, limit) }
+                if state.install(continuation) { send(state) }
             }
         } onCancel: {
             // Ends the ask at once; the request, if sent, stays sent and its late answer is dropped.
@@ -35,10 +34,9 @@ enum Asking {
     static func callback<Value: Sendable>(
         _ system: ActorSystem, timeout: Duration?,
         onReply: @escaping @Sendable (Result<Value, AskError>) -> Void,
-        send: (AskState<Value>, Duration) -> Void
+        send: (AskState<Value>) -> Void
     ) {
-        let limit = timeout ?? system.configuration.askTimeout
-        send(AskState<Value>(timeout: limit, timer: system.timer, callback: onReply), limit)
+        send(AskState<Value>(limit: system.askLimit(timeout), callback: onReply))
     }
 
     /// Blocks the calling thread. Refuses where waiting could deadlock: on a shared worker
@@ -47,7 +45,7 @@ enum Asking {
     /// other actors: that is what its thread is for.
     static func blocking<Value: Sendable>(
         _ system: ActorSystem, timeout: Duration?, targets: (AnyCell) -> Bool,
-        send: (AskState<Value>, Duration) -> Void
+        send: (AskState<Value>) -> Void
     ) throws(AskError) -> Value {
         if let raw = CTroupe_current_worker() {
             let refused = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker in

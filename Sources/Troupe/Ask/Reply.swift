@@ -1,4 +1,3 @@
-internal import CTroupe
 import Synchronization
 
 /// The answer slot of an ask, carried inside the request message.
@@ -40,7 +39,7 @@ public final class Reply<Value: Sendable>: Sendable {
     /// generic-metadata lookup in the runtime on every ask.
     deinit {
         if state.completed.load(ordering: .acquiring) { return }
-        state.complete(.failure(CTroupe_is_releasing_stopped_actor() ? .recipientStopped : .noReply))
+        state.replyDropped()
     }
 }
 

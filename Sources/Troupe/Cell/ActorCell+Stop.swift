@@ -45,6 +45,11 @@ extension ActorCell {
         }
         releaseInstance()
         system.hooks.actorStopped(address)
+        // Leaving the live-actor list: a worker running this turn from an unretained entry
+        // must hold the cell itself until the turn is over (see `AnyCell.entryRetained`).
+        if let worker = CTroupe_current_worker() {
+            Unmanaged<Worker>.fromOpaque(worker)._withUnsafeGuaranteedRef { $0.retainIfRunningUnretained(self) }
+        }
         system.unregister(self, reason: reason)
         config?.dedicated?.requestExit()
     }

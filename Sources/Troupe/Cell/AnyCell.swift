@@ -48,6 +48,17 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     @usableFromInline let instanceOffsetStorage = Atomic<UInt32>(0)
     @inlinable final var instanceOffset: Int { Int(instanceOffsetStorage.load(ordering: .relaxed)) }
     var extras: CellExtras?
+    /// Whether the cell's current run-queue or next-slot entry carries a retain. Written by
+    /// the holder of the scheduling right just before it places the cell (``makeEntry()``,
+    /// `Worker.runCell`'s requeue), read by whoever takes the entry, and with it the right
+    /// (the queue's push and pop, or the slot's exchanges, order the two).
+    ///
+    /// Entries of a running actor carry no retain: a cell without the `stopped` bit is on the
+    /// system's live-actor list, which holds it, and only its own turn takes it off (`stopNow`,
+    /// which then retains it for the rest of the turn: `Worker.retainIfRunningUnretained`), so
+    /// the cell outlives every entry placed before that turn. A stopped cell, scheduled to
+    /// dead-letter late messages, has no such holder: its entries carry a retain.
+    @exclusivity(unchecked) final var entryRetained = false
     /// Links of the system's ``LiveActors`` list; protected by the system's `liveActors` lock.
     var liveNext: AnyCell?
     unowned(unsafe) var livePrevious: AnyCell?
@@ -66,8 +77,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
 
     deinit {
-        // Non-empty mailboxes are always scheduled, and scheduled cells are retained, so a
-        // released cell's mailbox is empty.
+        // Non-empty mailboxes are always scheduled, and a scheduled cell is held (by its entry's
+        // retain or by the live-actor list, see `entryRetained`), so a released cell's mailbox
+        // is empty.
         CTroupe_mailbox_destroy(mailbox)
     }
 
@@ -104,6 +116,18 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// push that wins the scheduling right schedules, exactly once). `reserved`: the envelope's
     /// place was reserved (bounded mailboxes) or it is uncounted (system envelopes); see
     /// `CTroupe_mailbox_push`. Any thread; takes ownership of the envelope.
+    /// Makes the run-queue or next-slot entry of a cell whose scheduling right the caller just
+    /// won: retained only when the actor has stopped (see ``entryRetained``).
+    @inline(__always)
+    final func makeEntry() -> Unmanaged<AnyCell> {
+        if _slowPath(isStopped) {
+            entryRetained = true
+            return Unmanaged.passRetained(self)
+        }
+        entryRetained = false
+        return Unmanaged.passUnretained(self)
+    }
+
     @inline(__always)
     final func push(_ envelope: Envelope, reserved: Bool) {
         if CTroupe_mailbox_push(mailbox, envelope.raw, reserved) {

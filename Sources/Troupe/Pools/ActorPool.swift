@@ -98,8 +98,8 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // slots
             _ request: (Reply<Value>) -> Message
         ) async throws(AskError) -> Value
     {
-        try await Asking.await(system, timeout: timeout) { state, limit in
-            send(request(Reply(state)), state: state, timeout: limit)
+        try await Asking.await(system, timeout: timeout) { state in
+            send(request(Reply(state)), state: state)
         }
     }
 
@@ -110,8 +110,8 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // slots
         _ request: (Reply<Value>) -> Message,
         onReply: @escaping @Sendable (Result<Value, AskError>) -> Void
     ) {
-        Asking.callback(system, timeout: timeout, onReply: onReply) { state, limit in
-            send(request(Reply(state)), state: state, timeout: limit)
+        Asking.callback(system, timeout: timeout, onReply: onReply) { state in
+            send(request(Reply(state)), state: state)
         }
     }
 
@@ -127,8 +127,8 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // slots
             targets: { cell in
                 (0..<memberCount.load(ordering: .acquiring)).contains { slots[$0].ref.cell === cell }
             }
-        ) { state, limit in
-            send(request(Reply(state)), state: state, timeout: limit)
+        ) { state in
+            send(request(Reply(state)), state: state)
         }
     }
 
@@ -153,9 +153,9 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // slots
     /// Routes a request once it is built (consistent hashing needs the message), then sends it
     /// exactly as ``ActorRef`` does: the envelope owns one retain of the ask state, which the
     /// cell gives back when it handles or dead-letters the envelope.
-    private func send<Value>(_ message: consuming Message, state: AskState<Value>, timeout: Duration) {
+    private func send<Value>(_ message: consuming Message, state: AskState<Value>) {
         let index = route(message)
-        slots[index].ref.sendAsk(message, state: state, timeout: timeout)
+        slots[index].ref.sendAsk(message, state: state)
     }
 
     // MARK: Members

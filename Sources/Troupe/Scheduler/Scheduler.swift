@@ -96,8 +96,9 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
 
     /// Places a cell whose scheduling right the caller just won. Any thread.
     func schedule(_ cell: AnyCell) {
+        let entry = cell.makeEntry()
         if let dedicated = cell.config?.dedicated {
-            dedicated.push(cell)
+            dedicated.push(entry)
             // A dedicated thread ends when its actor stops; late messages to the stopped actor
             // are then dead-lettered here, on the sender's thread.
             if _slowPath(
@@ -110,31 +111,30 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         }
         if let raw = CTroupe_current_worker() {
             // The calling thread's own worker outlives this call: borrow it without retaining.
-            // The slot's retain is taken here, so that the closure captures a word, not the cell
-            // (a capture costs a retain/release pair per message).
-            let retained = Unmanaged.passRetained(cell)
-            let word = UInt(bitPattern: retained.toOpaque())
+            // The closure captures the entry's word, not the cell (a capture costs a
+            // retain/release pair per message).
+            let word = UInt(bitPattern: entry.toOpaque())
             let placement = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> UInt8 in
                 guard worker.isShared && worker.scheduler === self else { return 0 }
-                return worker.placeInSlot(retainedWord: word) ? 2 : 1
+                return worker.placeInSlot(word: word) ? 2 : 1
             }
             switch placement {
             case 1: notifyIdleForSlot(); return
             case 2: notifyIdle(); return
-            default: retained.release()
+            default: break
             }
         }
         let queue = runQueues[
             Int(
                 bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue)
                     % UInt(runQueues.count))]
-        Worker.queue(cell, on: queue)
+        CTroupe_runqueue_push(queue, cell.mailbox)
         notifyIdle()
         if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { sweep() }
     }
 
     /// Pops a cell from another shared worker's queue. Worker threads only.
-    func steal(for thief: Worker) -> AnyCell? {
+    func steal(for thief: Worker) -> Unmanaged<AnyCell>? {
         let count = runQueues.count
         guard count > 1 else { return nil }
         for offset in 1..<count {
@@ -264,7 +264,10 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     private func drain(_ queue: OpaquePointer) {
         let buffer = EnvelopeBuffer.allocate(capacity: batchSize)
         defer { buffer.deallocate() }
-        while let cell = Worker.pop(queue) {
+        while let entry = Worker.pop(queue) {
+            // A strong reference for the whole drain; the entry's own retain, if any, goes.
+            let cell = entry.takeUnretainedValue()
+            if cell.entryRetained { entry.release() }
             while cell.runTurn(buffer: buffer, limit: batchSize) {}
         }
     }

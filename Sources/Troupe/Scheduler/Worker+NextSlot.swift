@@ -16,7 +16,7 @@ internal import CTroupe
 ///   `slotLookIntervalNanoseconds`. When it sees the same cell and the same turn stamp for
 ///   `strandedGraceNanoseconds`, the owner is stuck in one turn and the cell is stranded: the
 ///   thief takes it with a compare-exchange from that cell to empty. Exactly one of the owner's
-///   exchange and the thief's compare-exchange gets the cell, and with it the retain and the
+///   exchange and the thief's compare-exchange gets the cell's entry, and with it the
 ///   scheduling right.
 /// - A placement into the slot is an exchange (a full barrier) followed by a look at the
 ///   scheduler's count of workers that watch the slots (pollers, and sleepers with a short
@@ -45,7 +45,7 @@ extension Worker {
     enum SlotLook {
         case empty
         case occupied
-        case stolen(AnyCell)
+        case stolen(Unmanaged<AnyCell>)
     }
 
     /// How long a cell must sit in a slot while the owner stays in one turn before a thief takes it.
@@ -59,22 +59,22 @@ extension Worker {
 
     var isSlotEmpty: Bool { slotWord.load(ordering: .relaxed) == 0 }
 
-    /// Takes the slot's cell, unless a thief took it first.
+    /// Takes the slot's entry, unless a thief took it first.
     @inline(__always)
-    func takeSlotAsOwner() -> AnyCell? {
+    func takeSlotAsOwner() -> Unmanaged<AnyCell>? {
         guard slotWord.load(ordering: .relaxed) != 0 else { return nil }
         let word = slotWord.exchange(0, ordering: .acquiringAndReleasing)
         guard let raw = UnsafeMutableRawPointer(bitPattern: word) else { return nil }
-        return Unmanaged<AnyCell>.fromOpaque(raw).takeRetainedValue()
+        return Unmanaged<AnyCell>.fromOpaque(raw)
     }
 
-    /// Puts a cell (whose scheduling right the caller holds, passed as the address of one
-    /// retain of it) into the slot; a displaced cell moves to this worker's run queue, where
-    /// idle workers can steal it. Returns whether a cell was displaced; the caller (the
-    /// scheduler, so that this worker's unowned reference to it costs no retain) then wakes a
-    /// worker for the run queue, else for the slot.
+    /// Puts a cell's entry (whose scheduling right the caller holds, passed as its address)
+    /// into the slot; a displaced entry moves to this worker's run queue, where idle workers
+    /// can steal it. Returns whether one was displaced; the caller (the scheduler, so that this
+    /// worker's unowned reference to it costs no retain) then wakes a worker for the run
+    /// queue, else for the slot.
     @inline(__always)
-    func placeInSlot(retainedWord word: UInt) -> Bool {
+    func placeInSlot(word: UInt) -> Bool {
         let displaced = slotWord.exchange(word, ordering: .sequentiallyConsistent)
         guard let raw = UnsafeMutableRawPointer(bitPattern: displaced) else { return false }
         Unmanaged<AnyCell>.fromOpaque(raw)._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
@@ -111,8 +111,7 @@ extension Worker {
             guard now - seen.since >= Worker.strandedGraceNanoseconds else { continue }
             strandWatch[victim.index].word = 0
             if victim.slotWord.compareExchange(expected: word, desired: 0, ordering: .acquiringAndReleasing).exchanged {
-                return .stolen(
-                    Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!).takeRetainedValue())
+                return .stolen(Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!))
             }
         }
         return sawOccupied ? .occupied : .empty

@@ -9,9 +9,11 @@ internal import CTroupe
 /// Thread-safety: `slotStreak`, `strandWatch` and `batchBuffer` belong to the worker's own
 /// thread. `runQueue` is a C queue any thread pushes to; the owner and thieves pop under its
 /// try-lock. `slotWord` is exchanged by the owner and compare-exchanged by thieves, only for a
-/// cell stranded behind a long turn (`Worker+NextSlot.swift` states that protocol). Every cell
-/// on a run queue or in the slot carries one retain, owned by whoever holds the cell's
-/// scheduling right.
+/// cell stranded behind a long turn (`Worker+NextSlot.swift` states that protocol). A cell on
+/// a run queue or in the slot is an entry (`Unmanaged<AnyCell>`) that carries a retain only
+/// when the actor has stopped (`AnyCell.entryRetained` says why the others need none); the
+/// retain belongs to whoever holds the cell's scheduling right. `unretainedTurnCell` belongs
+/// to the worker's own thread.
 final class Worker: @unchecked Sendable {  // see the thread-safety contract above
     let index: Int
     let runQueue: OpaquePointer
@@ -29,6 +31,10 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// and the same stamp for `strandedGraceNanoseconds` knows the owner is stuck in one turn.
     let turnStamp = Atomic<UInt>(0)
     var slotStreak = 0
+    /// The cell whose turn this worker runs from an entry without a retain, if any: when the
+    /// actor stops in that turn, ``retainIfRunningUnretained(_:)`` retains it (it is about to
+    /// leave the live-actor list, its only holder) and clears this.
+    var unretainedTurnCell: UnsafeMutableRawPointer?
     /// What this worker, as a thief, last saw in every other shared worker's slot.
     var strandWatch: [StrandObservation] = []
     let batchBuffer: EnvelopeBuffer
@@ -71,10 +77,20 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         thread = nil
     }
 
-    /// Queues a cell whose scheduling right the caller holds (with its retain). Any thread.
-    func push(_ cell: AnyCell) {
-        Worker.queue(cell, on: runQueue)
+    /// Queues the entry of a cell whose scheduling right the caller holds. Any thread.
+    func push(_ entry: Unmanaged<AnyCell>) {
+        entry._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
         wakeup.notify(all: !isShared)
+    }
+
+    /// Called by a cell's turn on this worker's thread when its actor stops, just before the
+    /// cell leaves the live-actor list: if this worker runs the cell from an unretained entry,
+    /// the list's reference was all that held it, so the turn's runner takes a retain now
+    /// (released by `runCell` when the turn is over).
+    func retainIfRunningUnretained(_ cell: AnyCell) {
+        guard let running = unretainedTurnCell, running == Unmanaged.passUnretained(cell).toOpaque() else { return }
+        _ = Unmanaged.passRetained(cell)
+        unretainedTurnCell = nil
     }
 
     /// Dedicated workers: finish once the queue is empty. Any thread.
@@ -146,14 +162,14 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         return exitRequested.load(ordering: .sequentiallyConsistent)
     }
 
-    private func nextCell() -> AnyCell? {
-        if let cell = takeSlotAsOwner() {
+    private func nextCell() -> Unmanaged<AnyCell>? {
+        if let entry = takeSlotAsOwner() {
             // Fairness only matters when something else waits on this worker.
             if slotStreak < Worker.slotStreakLimit || CTroupe_runqueue_is_empty(runQueue) {
                 slotStreak += 1
-                return cell
+                return entry
             }
-            Worker.queue(cell, on: runQueue)
+            entry._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
         }
         slotStreak = 0
         if let cell = Worker.pop(runQueue) { return cell }
@@ -161,15 +177,10 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         return scheduler.steal(for: self)
     }
 
-    /// Puts a cell on a run queue, transferring one retain to the queue. Any thread.
-    static func queue(_ cell: AnyCell, on queue: OpaquePointer) {
-        _ = Unmanaged.passRetained(cell)
-        CTroupe_runqueue_push(queue, cell.mailbox)
-    }
-
-    static func pop(_ queue: OpaquePointer) -> AnyCell? {
+    /// Takes the oldest entry of a run queue, and with it the cell's scheduling right.
+    static func pop(_ queue: OpaquePointer) -> Unmanaged<AnyCell>? {
         guard let owner = CTroupe_runqueue_pop(queue) else { return nil }
-        return Unmanaged<AnyCell>.fromOpaque(owner).takeRetainedValue()
+        return Unmanaged<AnyCell>.fromOpaque(owner)
     }
 
     private func hasWork() -> Bool {
@@ -181,7 +192,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         /// Own slot, own queue or another queue has a cell.
         case work
         /// A cell taken from another worker's slot, where it was stranded behind a long turn.
-        case stolen(AnyCell)
+        case stolen(Unmanaged<AnyCell>)
         /// Nothing found within the polling window.
         case idle
     }
@@ -217,17 +228,29 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         return .idle
     }
 
-    private func runCell(_ cell: AnyCell) {
+    /// Runs the turns of a cell taken from an entry (with its scheduling right), then queues
+    /// it again when more is pending, or releases the entry's retain.
+    private func runCell(_ entry: Unmanaged<AnyCell>) {
         markTurnStarted()
-        let limit = scheduler.batchSize
-        var more = cell.runTurn(buffer: batchBuffer, limit: limit)
-        // Nothing else waits here: keep going without queue traffic.
-        while more && isSlotEmpty && CTroupe_runqueue_is_empty(runQueue) {
-            more = cell.runTurn(buffer: batchBuffer, limit: limit)
-        }
-        if more {
-            Worker.queue(cell, on: runQueue)
+        let releasesEntry = entry._withUnsafeGuaranteedRef { cell -> Bool in
+            var retained = cell.entryRetained
+            if !retained { unretainedTurnCell = entry.toOpaque() }
+            let limit = scheduler.batchSize
+            var more = cell.runTurn(buffer: batchBuffer, limit: limit)
+            // Nothing else waits here: keep going without queue traffic.
+            while more && isSlotEmpty && CTroupe_runqueue_is_empty(runQueue) {
+                more = cell.runTurn(buffer: batchBuffer, limit: limit)
+            }
+            if !retained && unretainedTurnCell == nil {
+                retained = true  // the actor stopped: retainIfRunningUnretained took one
+            }
+            unretainedTurnCell = nil
+            guard more else { return retained }
+            cell.entryRetained = retained
+            CTroupe_runqueue_push(runQueue, cell.mailbox)
             if isShared { scheduler.notifyIdle() }
+            return false
         }
+        if releasesEntry { entry.release() }
     }
 }

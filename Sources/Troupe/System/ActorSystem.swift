@@ -68,6 +68,8 @@ public final class ActorSystem: Sendable {
     let scheduler: Scheduler
     private let schedulerHandle: Unmanaged<Scheduler>
     @usableFromInline let timer: DeadlineTimer
+    /// `configuration.askTimeout`, converted once.
+    private let defaultAskLimit: AskLimit
     /// Every actor spawned and not yet stopped, and who watches them.
     private let liveActors = Locked(LiveActors())
     /// Actors paused by a delayed restart, so that shutdown can cut the pause short.
@@ -96,11 +98,20 @@ public final class ActorSystem: Sendable {
             batchSize: configuration.batchSize)
         schedulerHandle = Unmanaged.passUnretained(scheduler)
         timer = DeadlineTimer(name: configuration.name)
+        defaultAskLimit = AskLimit(
+            duration: configuration.askTimeout, nanoseconds: configuration.askTimeout.nanoseconds)
         scheduler.start()
         hooks.attach(deadLetters: deadLetters)
     }
 
     var logger: Logger { configuration.logger }
+
+    /// The time limit of an ask: `timeout`, or the configured default. Any thread.
+    @usableFromInline
+    func askLimit(_ timeout: Duration?) -> AskLimit {
+        guard let timeout else { return defaultAskLimit }
+        return AskLimit(duration: timeout, nanoseconds: timeout.nanoseconds)
+    }
     var isAccepting: Bool { phase.load(ordering: .relaxed) == Phase.running.rawValue }
 
     /// Number of shared worker threads.

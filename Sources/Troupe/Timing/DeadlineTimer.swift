@@ -15,6 +15,10 @@ class TimerEntry: @unchecked Sendable {  // `deadline` and `heapIndex` are only 
     /// Called on the timer thread once the deadline passed, outside the timer's lock.
     func fire() {}
 
+    /// Whether the entry no longer needs to fire although it is still in the heap: a
+    /// completed ask (asks are not cancelled one by one; ``DeadlineTimer`` purges them).
+    var isDone: Bool { false }
+
     /// Called instead of `fire` for entries still pending when the timer stops, so that
     /// nothing waits for a deadline that will never be checked.
     func fireAtShutdown() { fire() }
@@ -29,6 +33,23 @@ class TimerEntry: @unchecked Sendable {  // `deadline` and `heapIndex` are only 
 final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in init, read once in stop()
     private struct Heap {
         var entries: [TimerEntry] = []
+        /// When the heap reaches this size, completed asks are purged from it (see `schedule`).
+        var purgeThreshold = Heap.minimumPurgeThreshold
+        static let minimumPurgeThreshold = 1024
+
+        /// Drops every done entry and rebuilds the heap: O(n), once the heap doubled since the
+        /// last purge, so O(1) per insertion, and the heap never holds more than about twice
+        /// the live entries (plus a thousand).
+        mutating func purgeDone() {
+            entries.removeAll { entry in
+                guard entry.isDone else { return false }
+                entry.heapIndex = -1
+                return true
+            }
+            for index in entries.indices { entries[index].heapIndex = index }
+            for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+            purgeThreshold = max(Heap.minimumPurgeThreshold, 2 * entries.count)
+        }
 
         mutating func insert(_ entry: TimerEntry) {
             entry.heapIndex = entries.count
@@ -109,10 +130,22 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
 
     /// Fires `entry` at `deadline` (``CTroupe_monotonic_ns`` time). Any thread, including the
     /// timer thread inside `fire` (periodic timers reschedule themselves there).
+    /// Arms an ask's time limit (no `Duration` math: the limit is in nanoseconds). Any thread.
+    @usableFromInline
+    func armTimeout(of ask: AskStateBase) {
+        schedule(ask, atNanoseconds: MonotonicDeadline.after(ask.timeoutNanoseconds, from: CTroupe_monotonic_ns()))
+    }
+
+    /// Schedules `entry`. Entries that complete otherwise without being cancelled (asks) stay
+    /// in the heap, done, until they are due (then `fire` finds them completed) or until the
+    /// heap has doubled, when an insertion purges every done entry: a lock and a heap removal
+    /// less per answered ask, at a bounded cost in memory (a completed ask has dropped its
+    /// callback and continuation).
     func schedule(_ entry: TimerEntry, atNanoseconds deadline: Int64) {
         heap.withLock { heap in
             entry.deadline = deadline
             heap.insert(entry)
+            if heap.entries.count >= heap.purgeThreshold { heap.purgeDone() }
         }
         if deadline < sleepingUntil.load(ordering: .sequentiallyConsistent) { wakeup.notify() }
     }

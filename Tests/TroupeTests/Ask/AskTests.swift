@@ -28,6 +28,31 @@ import TroupeTestSupport
         }
     }
 
+    /// A completed ask is not taken out of the timer's heap (the heap purges it later), so it
+    /// must let go of its callback, and of what the callback captured, when it completes.
+    @Test func aCompletedAskLetsGoOfWhatItsCallbackCapturedAtOnce() async throws {
+        final class Captured: Sendable {}
+        final class WeakCaptured: @unchecked Sendable {  // written before the ask, read after
+            weak var value: Captured?
+        }
+        try await withTestSystem { system in
+            let server = system.spawn(AskServer())
+            let results = Recorder<Result<Int, AskError>>()
+            let weak = WeakCaptured()
+            do {
+                let captured = Captured()
+                weak.value = captured
+                server.ask(timeout: .seconds(3_600), { AskServer.Message.double(4, $0) }) { result in
+                    withExtendedLifetime(captured) { results.append(result) }
+                }
+            }
+            await waitUntil("answered") { results.count == 1 }
+            #expect(results.values.first?.value == 8)
+            await waitUntil("the callback's capture is released") { weak.value == nil }
+            #expect(weak.value == nil, "the completed ask still holds its callback")
+        }
+    }
+
     @Test func askWithoutAnswerTimesOutWithTheGivenDuration() async throws {
         try await withTestSystem { system in
             let server = system.spawn(AskServer())

@@ -178,6 +178,39 @@ import TroupeTestSupport
 
     /// Runs `body` while the timer thread is held inside the `fire()` of an entry that was due
     /// at once, then lets the thread go.
+    /// Completed asks stay in the heap (no lock and no removal when they complete): the
+    /// insertion that doubles the heap purges every done entry, and what stays keeps its
+    /// deadline order.
+    @Test func doneEntriesArePurgedWhenTheHeapDoublesAndTheRestKeepTheirOrder() async throws {
+        let timer = DeadlineTimer(name: "heap-purge")
+        defer { timer.stop() }
+        let fired = Recorder<String>()
+        let far = CTroupe_monotonic_ns() + 3_600_000_000_000
+        await whileTheTimerThreadIsHeld(timer) {
+            // 1,013 entries that will be done, far in the future, and 10 that stay, due at
+            // once, scheduled in a scrambled order among them.
+            var done: [DoneFlagEntry] = []
+            for index in 0..<1_023 {
+                if index % 100 == 7 && index / 100 < 10 {
+                    let rank = (index / 100 * 3) % 10 + 1
+                    timer.schedule(NamedEntry("\(rank)", fired), atNanoseconds: Int64(rank))
+                } else {
+                    let entry = DoneFlagEntry()
+                    done.append(entry)
+                    timer.schedule(entry, atNanoseconds: far + Int64(index))
+                }
+            }
+            #expect(timer.count == 1_023)
+            for entry in done { entry.isMarkedDone = true }
+            #expect(timer.count == 1_023, "done entries stay until the heap doubles")
+            // The 1,024th insertion reaches the threshold (1,024) and purges.
+            timer.schedule(DoneFlagEntry(), atNanoseconds: far)
+            #expect(timer.count == 11)
+        }
+        await waitUntil("the kept entries fired") { fired.count == 10 }
+        #expect(fired.values == (1...10).map { "\($0)" })
+    }
+
     private func whileTheTimerThreadIsHeld(_ timer: DeadlineTimer, _ body: () -> Void) async {
         let gate = Gate(safetyTimeout: .seconds(30))
         timer.schedule(HoldingEntry(gate), atNanoseconds: 0)
@@ -228,5 +261,13 @@ private final class RepeatingEntry: TimerEntry, @unchecked Sendable {  // `count
         if count < times { timer.schedule(self, atNanoseconds: deadline + 1) }
     }
 
+    override func fireAtShutdown() {}
+}
+
+/// An entry whose `isDone` the test sets (as an ask's completion does).
+private final class DoneFlagEntry: TimerEntry, @unchecked Sendable {  // flag set before the reading insert, same thread
+    var isMarkedDone = false
+    override var isDone: Bool { isMarkedDone }
+    override func fire() {}
     override func fireAtShutdown() {}
 }
