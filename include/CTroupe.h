@@ -74,22 +74,25 @@ uint64_t CTroupe_envelope_fresh_allocations(void);
 /// lines).
 typedef struct CTroupe_mailbox CTroupe_mailbox;
 
-/// Creates an empty, unscheduled mailbox whose owner pointer is `owner` (unretained).
-/// With `tracks_depth`, pushes and pops maintain a depth counter (two more atomic operations
-/// per message); without it `CTroupe_mailbox_depth` returns -1. With `drop_oldest` (implies
-/// `tracks_depth`), senders may remove the oldest user envelope (`CTroupe_mailbox_drop_oldest`)
-/// and every dequeue takes the mailbox's pop lock.
-CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth, bool drop_oldest);
+enum {
+    /// Bytes of storage a mailbox needs from its owner (16-byte aligned at least): the mailbox
+    /// sits at the storage's first 64-byte boundary. The owner (an actor's cell) embeds it, so
+    /// that a spawn allocates once.
+    CTroupe_mailbox_storage_size = 192,
+};
 
-/// Frees a mailbox. The caller guarantees no producer or consumer can reach it any more and
-/// that it is empty.
-void CTroupe_mailbox_destroy(CTroupe_mailbox *mailbox);
+/// Makes an empty, unscheduled mailbox inside `storage` (`CTroupe_mailbox_storage_size`
+/// bytes, which must outlive every use of the mailbox) and returns it; its owner pointer is
+/// `owner` (unretained). With `tracks_depth`, pushes and pops maintain a depth counter (two
+/// more atomic operations per message); without it `CTroupe_mailbox_depth` returns -1. With
+/// `drop_oldest` (implies `tracks_depth`), senders may remove the oldest user envelope
+/// (`CTroupe_mailbox_drop_oldest`) and every dequeue takes the mailbox's pop lock. Nothing to
+/// free afterwards; the owner guarantees the mailbox is empty and unreachable when its storage
+/// goes.
+CTroupe_mailbox *CTroupe_mailbox_init(void *storage, void *owner, bool tracks_depth, bool drop_oldest);
 
-/// The owner pointer given at creation or by `CTroupe_mailbox_set_owner`.
+/// The owner pointer given at creation.
 void *CTroupe_mailbox_owner(const CTroupe_mailbox *mailbox);
-
-/// Sets the owner pointer; only before the mailbox is shared with other threads.
-void CTroupe_mailbox_set_owner(CTroupe_mailbox *mailbox, void *owner);
 
 /// Pushes an envelope. Any thread, wait-free.
 /// Adds one to the depth (when tracked) unless `reserved` (the caller already counted it with

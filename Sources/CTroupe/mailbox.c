@@ -69,9 +69,11 @@ _Static_assert(offsetof(struct CTroupe_mailbox, tail) == 64, "head and tail on s
 _Static_assert(offsetof(struct CTroupe_mailbox, scheduled) < 64, "scheduling state on the consumer line");
 _Static_assert(sizeof(struct CTroupe_mailbox) == 128, "a mailbox is two cache lines");
 
-CTroupe_mailbox *CTroupe_mailbox_create(void *owner, bool tracks_depth, bool drop_oldest) {
-    CTroupe_mailbox *mailbox = aligned_alloc(64, sizeof(CTroupe_mailbox));
-    if (mailbox == NULL) abort();
+// A 16-byte-aligned storage needs at most 48 bytes of padding to reach a 64-byte boundary.
+_Static_assert(sizeof(struct CTroupe_mailbox) + 48 <= CTroupe_mailbox_storage_size, "mailbox storage too small");
+
+CTroupe_mailbox *CTroupe_mailbox_init(void *storage, void *owner, bool tracks_depth, bool drop_oldest) {
+    CTroupe_mailbox *mailbox = (CTroupe_mailbox *)(((uintptr_t)storage + 63) & ~(uintptr_t)63);
     __cds_wfcq_init(&mailbox->head, &mailbox->tail);
     cds_wfcq_node_init(&mailbox->runq_link);
     mailbox->owner = owner;
@@ -160,16 +162,8 @@ CTroupe_envelope *CTroupe_mailbox_drop_oldest(CTroupe_mailbox *mailbox) {
     return dropped;
 }
 
-void CTroupe_mailbox_destroy(CTroupe_mailbox *mailbox) {
-    free(mailbox);
-}
-
 void *CTroupe_mailbox_owner(const CTroupe_mailbox *mailbox) {
     return mailbox->owner;
-}
-
-void CTroupe_mailbox_set_owner(CTroupe_mailbox *mailbox, void *owner) {
-    mailbox->owner = owner;
 }
 
 bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, bool reserved) {

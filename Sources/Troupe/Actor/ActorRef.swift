@@ -11,6 +11,7 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
     /// For ``SpawnOptions/selfInvalidating`` actors: the lease all refs share; `nil` otherwise.
     private let lease: InvalidationLease?
 
+    @usableFromInline
     init(cell: MailboxCell<Message>) {
         self.cell = cell
         lease = cell.config?.selfInvalidation?.lease(for: cell)

@@ -61,4 +61,13 @@ public struct SpawnOptions: Sendable {
     }
 
     public static var `default`: SpawnOptions { SpawnOptions() }
+
+    /// Whether an actor spawned with these options needs no per-actor configuration (the
+    /// common case, which `spawn` takes without a generic call into the runtime).
+    @inlinable
+    var needsNoCellConfig: Bool {
+        guard name == nil, failureDecider == nil, !tracksMailboxDepth, !selfInvalidating else { return false }
+        guard case .unbounded = mailbox, case .shared = executor else { return false }
+        return true
+    }
 }

@@ -24,6 +24,7 @@ public protocol SpawnableActor: SendableMetatype {
 extension SpawnableActor {
     /// The runnable form of `actor`, for APIs that cannot throw: a misused `setup` stops the
     /// program here, with a message that says what to do (throwing APIs call `_runnable`).
+    @inlinable
     static func runnable(_ actor: consuming Self) -> Definition {
         do {
             return try _runnable(actor)

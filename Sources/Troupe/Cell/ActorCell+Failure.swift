@@ -71,7 +71,7 @@ extension ActorCell {
         withInstance { $0.willRestart(reason: reason, context: context) }
         cancelTimers()
         let fresh = factory()
-        if MemoryLayout<Definition>.size != 0 { instance = fresh }
+        if MemoryLayout<Definition>.size != 0 { withInstance { $0 = fresh } }
         withInstance { $0.didRestart(reason: reason, context: context) }
         system.hooks.actorRestarted(address, reason)
         if flags.contains(.stopRequested) { stopNow(.stopped) }

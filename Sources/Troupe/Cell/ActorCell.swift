@@ -9,19 +9,35 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 {
     @usableFromInline typealias Message = Definition.Message
 
-    /// Touched only by the holder of the scheduling right, which the mailbox protocol makes
-    /// exclusive; the dynamic exclusivity check would cost a runtime call per message.
-    /// `nil` once the actor has stopped: the instance is released on the actor's own thread
-    /// right after `stopped` runs (``releaseInstance()``), so that whatever it held (a pending
-    /// ``Reply``, a connection) goes at once, not when the last ``ActorRef`` does.
-    @exclusivity(unchecked) var instance: Definition?
+    /// The instance, as the header of a buffer object of its own. `nil` once the actor has
+    /// stopped: the instance is released on the actor's own thread right after `stopped` runs
+    /// (``releaseInstance()``), so that whatever it held (a pending ``Reply``, a connection)
+    /// goes at once, not when the last ``ActorRef`` does.
+    ///
+    /// Why a box: releasing it is dropping a class reference. With a `Definition?` stored
+    /// property, the generic code that initialises, clears and destroys it looked up the
+    /// metadata of `Optional<Definition>` each time: three hash-table searches in the runtime,
+    /// about 1,000 instructions per actor. The box itself is made by code specialised for
+    /// `Definition` (``makeBox(_:)`` in the inlinable `spawn`), where its metadata is cached.
+    /// Touched only by the holder of the scheduling right.
+    @exclusivity(unchecked) var instanceBox: ManagedBuffer<Definition, Void>?
 
-    init(system: ActorSystem, instance: consuming Definition, config: CellConfig?) {
-        self.instance = instance
+    @usableFromInline
+    init(system: ActorSystem, box: ManagedBuffer<Definition, Void>, config: CellConfig?) {
+        instanceBox = box
         super.init(system: system, config: config)
-        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        let offset = withUnsafeMutablePointer(to: &self.instance) { UnsafeMutableRawPointer($0) - base }
-        instanceOffsetStorage.store(UInt32(offset), ordering: .relaxed)
+        instanceAddress.store(UInt(bitPattern: box.withUnsafeMutablePointerToHeader { $0 }), ordering: .relaxed)
+    }
+
+    convenience init(system: ActorSystem, instance: consuming Definition, config: CellConfig?) {
+        self.init(system: system, box: Self.makeBox(instance), config: config)
+    }
+
+    /// The box for a new actor's instance (see `instanceBox`).
+    @inlinable
+    static func makeBox(_ instance: consuming Definition) -> ManagedBuffer<Definition, Void> {
+        let instance = instance
+        return ManagedBuffer<Definition, Void>.create(minimumCapacity: 0) { _ in instance }
     }
 
     /// The spawn factory, cast back to its type: only when restarting (a dynamic cast).
@@ -33,16 +49,15 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// the object's base address, which other threads legitimately touch (false races), and a
     /// value without state has nothing to write back.
     ///
-    /// The instance is reached through its address (`instanceOffset` from the object's start;
-    /// an object never moves), where the optional's `.some(x)` keeps `x`: unwrapping the
-    /// optional in this unspecialised generic code would look up the metadata of
-    /// `Optional<Definition>` on every message (a hash-table search in the runtime, about 325
-    /// instructions by callgrind). Only called while the instance exists (before the actor stops).
+    /// The instance is reached through its address (``AnyCell/instanceAddress``; the box
+    /// never moves), so that the turn, compiled in the user's module, reads no class property
+    /// that would be checked for exclusivity. Only called while the instance exists (before
+    /// the actor stops).
     @inlinable @inline(__always)
     func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
         assert(!flags.contains(.instanceReleased), "the instance of a stopped actor was used")
-        let typed = (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + instanceOffset)
-            .assumingMemoryBound(to: Definition.self)
+        let typed = UnsafeMutablePointer<Definition>(bitPattern: instanceAddress.load(ordering: .relaxed))
+            .unsafelyUnwrapped
         if MemoryLayout<Definition>.size == 0 {
             var stateless = typed.pointee
             return try body(&stateless)
@@ -56,11 +71,21 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     func releaseInstance() {
         flags.insert(.instanceReleased)
         CTroupe_set_releasing_stopped_actor(true)
-        instance = nil
+        instanceAddress.store(0, ordering: .relaxed)
+        instanceBox = nil
         CTroupe_set_releasing_stopped_actor(false)
     }
 
     var context: ActorContext<Message> { ActorContext(cell: self) }
+
+    /// Spawned during shutdown: the actor never runs; everything sent to it is dead-lettered.
+    /// Before the cell is shared.
+    override func stopBeforeStarting() {
+        extrasCreatingIfNeeded.stopReason = .systemShutdown
+        lifecycle.store(Lifecycle.stopped.rawValue, ordering: .releasing)
+        flags.insert(.started)
+        releaseInstance()
+    }
 
     /// Runs the turn compiled for `Definition` (``ActorDefinition/_turn(_:)``, specialised in the
     /// module that declares the definition; generic for the runtime's own definitions).

@@ -17,9 +17,27 @@ internal import CTroupe
 /// `liveNext`/`livePrevious` only under the system's `liveActors` lock. The mailbox's
 /// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
 /// worker to the next with a happens-before edge.
+/// 192 bytes (`CTroupe_mailbox_storage_size`) of word-aligned storage.
+typealias MailboxStorage = (
+    UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+    UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
+)
+
 @usableFromInline
 class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
-    let mailbox: OpaquePointer
+    /// The C mailbox, which lives in `mailboxStorage` (set once, by the initialiser; an atomic
+    /// so that reading it is a plain load without an exclusivity check, like `flagBits`).
+    private let mailboxAddress = Atomic<UInt>(0)
+    /// Room for the mailbox (`CTroupe_mailbox_storage_size` bytes), so that a spawn allocates
+    /// one object less. Touched only through the pointer `CTroupe_mailbox_init` returns.
+    /// (Words, not SIMD vectors: a field aligned beyond 16 bytes makes Swift allocate the
+    /// whole object with `memalign`.)
+    @exclusivity(unchecked) private var mailboxStorage: MailboxStorage = (
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    )
+    final var mailbox: OpaquePointer {
+        OpaquePointer(bitPattern: mailboxAddress.load(ordering: .relaxed)).unsafelyUnwrapped
+    }
     @usableFromInline let system: ActorSystem
     let id: UInt64
     let config: CellConfig?
@@ -42,11 +60,10 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     #endif
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: MailboxMode
-    /// Where `ActorCell`'s instance lives, in bytes from the object's start (set once, by the
-    /// initialiser; it fills padding, so the cell does not grow). An atomic for the same reason
-    /// as `flagBits`.
-    @usableFromInline let instanceOffsetStorage = Atomic<UInt32>(0)
-    @inlinable final var instanceOffset: Int { Int(instanceOffsetStorage.load(ordering: .relaxed)) }
+    /// Where `ActorCell`'s instance lives (its box's header; 0 once released). Written by the
+    /// initialiser and by the holder of the scheduling right; an atomic for the same reason as
+    /// `flagBits`.
+    @usableFromInline let instanceAddress = Atomic<UInt>(0)
     var extras: CellExtras?
     /// Whether the cell's current run-queue or next-slot entry carries a retain. Written by
     /// the holder of the scheduling right just before it places the cell (``makeEntry()``,
@@ -72,16 +89,18 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         } else {
             mailboxMode = .unbounded
         }
-        self.mailbox = CTroupe_mailbox_create(nil, config?.tracksDepth ?? false, mailboxMode == .boundedDroppingOldest)!
-        CTroupe_mailbox_set_owner(mailbox, Unmanaged.passUnretained(self).toOpaque())
+        precondition(MemoryLayout.size(ofValue: mailboxStorage) >= Int(CTroupe_mailbox_storage_size))
+        // An object never moves, so the storage's address stays valid for the cell's life.
+        let storage = withUnsafeMutablePointer(to: &mailboxStorage) { UnsafeMutableRawPointer($0) }
+        let mailbox = CTroupe_mailbox_init(
+            storage, Unmanaged.passUnretained(self).toOpaque(), config?.tracksDepth ?? false,
+            mailboxMode == .boundedDroppingOldest)!
+        mailboxAddress.store(UInt(bitPattern: mailbox), ordering: .relaxed)
     }
 
-    deinit {
-        // Non-empty mailboxes are always scheduled, and a scheduled cell is held (by its entry's
-        // retain or by the live-actor list, see `entryRetained`), so a released cell's mailbox
-        // is empty.
-        CTroupe_mailbox_destroy(mailbox)
-    }
+    // No deinit: the mailbox goes with the cell. Non-empty mailboxes are always scheduled, and
+    // a scheduled cell is held (by its entry's retain or by the live-actor list, see
+    // `entryRetained`), so a released cell's mailbox is empty.
 
     var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
 
@@ -178,6 +197,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
             turnThread.store(entering ? UInt(pthread_self()) : 0, ordering: .relaxed)
         #endif
     }
+
+    /// Spawned during shutdown; see `ActorCell`.
+    func stopBeforeStarting() { fatalError("subclass") }
 
     /// Enqueues a system message; never dropped. Any thread.
     final func sendSystem(_ message: SystemMessage) {

@@ -2,6 +2,7 @@ import Synchronization
 
 /// Rarely used, immutable cell settings; `nil` for an actor spawned with default options, so
 /// that the common cell stays small.
+@usableFromInline
 final class CellConfig: Sendable {
     let name: String?
     let capacity: Int  // 0: unbounded

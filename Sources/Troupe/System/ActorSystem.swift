@@ -128,10 +128,20 @@ public final class ActorSystem: Sendable {
     /// Spawns an actor from an instance. It cannot be restarted after a failure (there is no
     /// factory); use ``spawn(options:factory:)`` for that.
     @discardableResult
+    @inlinable
     public func spawn<Actor: SpawnableActor>(
         _ actor: sending Actor, options: SpawnOptions = .default
     ) -> ActorRef<Actor.Definition.Message> {
-        spawnRef(Actor.runnable(actor), factory: nil, options: options, parent: nil)
+        let definition = Actor.runnable(actor)
+        guard options.needsNoCellConfig else {
+            return spawnRef(definition, factory: nil, options: options, parent: nil)
+        }
+        // The common case, compiled for the definition in the caller's module: the cell's
+        // class metadata comes from a cache there instead of a generic-metadata lookup.
+        let cell = ActorCell<Actor.Definition>(
+            system: self, box: ActorCell<Actor.Definition>.makeBox(definition), config: nil)
+        start(cell, config: nil, parent: nil)
+        return ActorRef(cell: cell)
     }
 
     /// Spawns an actor from a factory, which is called again to restart it after a failure.
@@ -153,6 +163,7 @@ public final class ActorSystem: Sendable {
     /// Spawns and returns the spawner's ref. A self-invalidating actor is held alive for the
     /// spawner until that ref exists, so that it cannot invalidate itself in between (its first
     /// turn may run on a worker before `makeCell` even returns).
+    @usableFromInline
     func spawnRef<Definition: ActorDefinition>(
         _ definition: consuming Definition, factory: (@Sendable () -> Definition)?,
         options: SpawnOptions, parent: AnyCell?
@@ -175,6 +186,14 @@ public final class ActorSystem: Sendable {
             config = CellConfig(options: options, dedicated: dedicated, factory: factory)
         }
         let cell = ActorCell(system: self, instance: definition, config: config)
+        start(cell, config: config, parent: parent)
+        return cell
+    }
+
+    /// Registers a new cell and schedules its first turn (which runs `started`); during
+    /// shutdown, stops it at once instead. The non-generic half of every spawn.
+    @usableFromInline
+    func start(_ cell: AnyCell, config: CellConfig?, parent: AnyCell?) {
         // Before the first turn is scheduled, so the dedicated thread sees it (the run queue's
         // push publishes it).
         config?.dedicated?.servedCell = cell
@@ -184,18 +203,13 @@ public final class ActorSystem: Sendable {
         }
         guard register(cell) else {
             // Shutting down: the actor never runs; everything sent to it is dead-lettered.
-            cell.extrasCreatingIfNeeded.stopReason = .systemShutdown
-            cell.lifecycle.store(Lifecycle.stopped.rawValue, ordering: .releasing)
-            cell.flags.insert(.started)
-            cell.releaseInstance()
+            cell.stopBeforeStarting()
             if let dedicated = config?.dedicated { scheduler.retireDedicated(dedicated) }
             logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
-            return cell
+            return
         }
         config?.selfInvalidation?.holdForSpawner(cell)
-        // Schedule the first turn, which runs `started`.
         if CTroupe_mailbox_try_acquire(cell.mailbox) { schedule(cell) }
-        return cell
     }
 
     /// Places a cell whose scheduling right the caller just won (see ``Scheduler``). The
