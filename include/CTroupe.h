@@ -56,8 +56,8 @@ enum {
 /// Returns an envelope with room for `payload_size` bytes of payload; never NULL (aborts when
 /// the process is out of memory, as Swift's allocator does). Any thread.
 /// Steady state: pops a thread-local free list; refills from a shared batch stack (one mutex
-/// acquisition per batch of envelopes, not per message); when both are empty, carves a 16 KiB
-/// slab of envelopes from one malloc.
+/// acquisition per batch of envelopes, not per message); when both are empty, carves a slab of
+/// envelopes from one malloc (16 KiB, doubling per thread and class up to 1 MiB).
 CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size);
 
 /// Returns an envelope to the calling thread's free list. Any thread, not necessarily the one

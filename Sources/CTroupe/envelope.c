@@ -29,6 +29,7 @@ typedef struct {
 
 typedef struct {
     free_list lists[CLASS_COUNT];
+    uint32_t slab_bytes[CLASS_COUNT];  // size of the thread's next slab of each class (0: the first)
     bool registered;          // the exit destructor is armed
 } local_cache;
 
@@ -85,13 +86,18 @@ static inline unsigned class_for(size_t total) {
 
 // Envelopes carved from one malloc when a thread finds no envelope of a class anywhere: a
 // burst that outruns the consumer (a flood into an unbounded mailbox) then costs one malloc
-// per SLAB_BYTES instead of one per message. Envelopes are never given back to malloc, so a
-// slab is never freed either; its envelopes circulate like any other.
-enum { SLAB_BYTES = 16384 };
+// per slab instead of one per message. A thread's slabs of a class double from 16 KiB up to
+// 1 MiB, so a long flood makes a few dozen mallocs, while a thread that needs few envelopes
+// sets aside little. Envelopes are never given back to malloc, so a slab is never freed
+// either; its envelopes circulate like any other.
+enum { FIRST_SLAB_BYTES = 16384, LARGEST_SLAB_BYTES = 1 << 20 };
 
 static CTroupe_envelope *carve_slab(unsigned cls, free_list *list) {
     size_t size = class_sizes[cls];
-    size_t count = SLAB_BYTES / size;
+    uint32_t slab_bytes = local.slab_bytes[cls] == 0 ? FIRST_SLAB_BYTES : local.slab_bytes[cls];
+    if (slab_bytes < LARGEST_SLAB_BYTES) local.slab_bytes[cls] = slab_bytes * 2;
+    else local.slab_bytes[cls] = slab_bytes;
+    size_t count = slab_bytes / size;
     if (count < 2) count = 2;
     unsigned char *slab = malloc(size * count);
     if (slab == NULL) abort();

@@ -145,8 +145,8 @@ public struct ActorContext<Message: Sendable> {
         _ request: (Reply<Value>) -> Target,
         then message: @escaping @Sendable (Result<Value, AskError>) -> Message
     ) {
-        let me = ref
-        target.ask(timeout: timeout, request) { result in me.tell(message(result)) }
+        let state = ActorAskState<Value, Message>(limit: cell.system.askLimit(timeout), replyTo: ref, map: message)
+        target.sendAsk(request(Reply(state)), state: state)
     }
 }
 

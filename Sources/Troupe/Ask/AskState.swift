@@ -46,8 +46,10 @@ enum AskWaiter<Completion> {
     case none
     /// A task awaiting the ask.
     case continuation(UnsafeContinuation<Completion, Never>)
-    /// A callback (actor asks, `onReply`, blocking asks, future reactions).
+    /// A callback (`onReply`, blocking asks, future reactions).
     case callback(@Sendable (Completion) -> Void)
+    /// An actor, through ``AskState/deliverToActor(_:)`` (``ActorAskState``).
+    case actor
 }
 
 /// The typed state of an ask.
@@ -58,7 +60,7 @@ enum AskWaiter<Completion> {
 /// module checks every access to a stored `var` of a class for exclusivity at run time
 /// (about 150 instructions each), and `@exclusivity(unchecked)` does not reach it.
 @usableFromInline
-final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the contract above
+class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the contract above
     @usableFromInline typealias Completion = Result<Value, AskError>
 
     /// Taken (left `.none`) by the completer: a completed ask may wait in the timer's heap
@@ -73,6 +75,19 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
         super.init(timeoutNanoseconds: limit.nanoseconds)
         recordWaiterOffset()
     }
+
+    /// For ``ActorAskState``.
+    @usableFromInline
+    init(limit: AskLimit, waiter: AskWaiter<Completion>) {
+        self.waiter = waiter
+        self.timeout = limit.duration
+        super.init(timeoutNanoseconds: limit.nanoseconds)
+        recordWaiterOffset()
+    }
+
+    /// Hands the result to the asking actor (``ActorAskState`` overrides it).
+    @usableFromInline
+    func deliverToActor(_ result: Completion) { fatalError("subclass") }
 
     /// For the layout probe: records no offset.
     fileprivate init(limit: AskLimit, measuring: Void) {
@@ -105,7 +120,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
 
     /// The `waiter` field's address (an object never moves).
     @inlinable
-    var waiterSlot: UnsafeMutablePointer<AskWaiter<Completion>> {
+    final var waiterSlot: UnsafeMutablePointer<AskWaiter<Completion>> {
         (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + waiterOffset.load(ordering: .relaxed))
             .assumingMemoryBound(to: AskWaiter<Completion>.self)
     }
@@ -113,7 +128,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
     /// The awaiting task, before the request is sent. Returns false when the task was
     /// cancelled meanwhile: the ask is then completed with ``AskError/cancelled`` and the
     /// request must not be sent.
-    func install(_ continuation: UnsafeContinuation<Completion, Never>) -> Bool {
+    final func install(_ continuation: UnsafeContinuation<Completion, Never>) -> Bool {
         waiterSlot.pointee = .continuation(continuation)
         installed.store(true, ordering: .sequentiallyConsistent)
         guard cancelRequested.load(ordering: .sequentiallyConsistent) else { return true }
@@ -122,7 +137,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
     }
 
     /// The awaiting task was cancelled (any thread): end the ask now; a late answer is dropped.
-    func cancel() {
+    final func cancel() {
         cancelRequested.store(true, ordering: .sequentiallyConsistent)
         if installed.load(ordering: .sequentiallyConsistent) { complete(.failure(.cancelled)) }
     }
@@ -132,7 +147,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
     /// looked up `Result<Value, AskError>`'s metadata on every ask).
     @discardableResult
     @inlinable
-    func complete(_ result: Completion) -> Bool {
+    final func complete(_ result: Completion) -> Bool {
         guard completed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return false }
         // Not taken out of the timer's heap: the timer skips and purges completed asks (see
@@ -143,6 +158,7 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
         switch waiter {
         case .continuation(let continuation): continuation.resume(returning: result)
         case .callback(let callback): callback(result)
+        case .actor: deliverToActor(result)
         case .none: break
         }
         return true
@@ -160,6 +176,33 @@ final class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // s
 
     override func failDelivery(_ reason: DeadLetterReason) {
         complete(.failure(reason == .recipientStopped ? .recipientStopped : .undeliverable(reason)))
+    }
+}
+
+/// An ask made by an actor (``ActorContext/ask(_:timeout:_:then:)``): the answer goes back to
+/// it as a message. Its own class rather than a callback, so that the ask needs no closure
+/// context (one allocation less per ask). `replyTo` and `map` are dropped once delivered, by
+/// the completer (the winner of `completed`), since a completed ask may wait in the timer's
+/// heap until it is purged.
+@usableFromInline
+final class ActorAskState<Value: Sendable, Message: Sendable>: AskState<Value>, @unchecked Sendable {  // see AskState
+    /// A ref, not the cell: like any ref, it keeps a self-invalidating asker alive until the
+    /// answer is in.
+    @exclusivity(unchecked) private var replyTo: ActorRef<Message>?
+    @exclusivity(unchecked) private var map: (@Sendable (Completion) -> Message)?
+
+    @usableFromInline
+    init(limit: AskLimit, replyTo: ActorRef<Message>, map: @escaping @Sendable (Completion) -> Message) {
+        self.replyTo = replyTo
+        self.map = map
+        super.init(limit: limit, waiter: .actor)
+    }
+
+    override func deliverToActor(_ result: Completion) {
+        guard let replyTo, let map else { return }
+        self.replyTo = nil
+        self.map = nil
+        _ = replyTo.tell(map(result))
     }
 }
 

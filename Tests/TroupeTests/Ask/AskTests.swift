@@ -1,6 +1,6 @@
 import Synchronization
 import Testing
-import Troupe
+@testable import Troupe
 import TroupeTestSupport
 
 /// `ask` (async, callback and blocking) and every `AskError` it can end with.
@@ -50,6 +50,38 @@ import TroupeTestSupport
             #expect(results.values.first?.value == 8)
             await waitUntil("the callback's capture is released") { weak.value == nil }
             #expect(weak.value == nil, "the completed ask still holds its callback")
+        }
+    }
+
+    /// An actor's ask delivers the answer as a message, then lets go of the asker: the
+    /// answered ask may stay in the timer's heap until it is purged, and must not keep the
+    /// asking actor's cell alive meanwhile.
+    @Test func anAnsweredActorAskDoesNotKeepTheAskerAlive() async throws {
+        struct Asker: ActorDefinition {
+            enum Message: Sendable { case go(ActorRef<AskServer.Message>), answer(Result<Int, AskError>) }
+            let answers: Recorder<Int>
+            func receive(_ message: Message, context: ActorContext<Message>) {
+                switch message {
+                case .go(let server):
+                    context.ask(server, timeout: .seconds(3_600), { .double(21, $0) }, then: { .answer($0) })
+                case .answer(let result):
+                    answers.append((try? result.get()) ?? -1)
+                    context.stop()
+                }
+            }
+        }
+        try await withTestSystem { system in
+            let server = system.spawn(AskServer())
+            let answers = Recorder<Int>()
+            let cell: WeakBox<AnyCell> = await {
+                let asker = system.spawn(Asker(answers: answers))
+                asker.tell(.go(server))
+                _ = await asker.terminated()
+                return WeakBox(asker.cell)
+            }()
+            #expect(answers.values == [42])
+            await waitUntil("the asker's cell is freed") { cell.value == nil }
+            #expect(cell.value == nil, "the answered ask still holds the asking actor")
         }
     }
 
