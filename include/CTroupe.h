@@ -67,18 +67,20 @@ void CTroupe_envelope_free(CTroupe_envelope *envelope);
 /// malloc calls the envelope allocator made since process start (slabs and large payloads).
 uint64_t CTroupe_envelope_fresh_allocations(void);
 
+/// The same count, for the calling thread's allocations only.
+uint64_t CTroupe_envelope_thread_fresh_allocations(void);
+
 // MARK: - Mailboxes
 
 /// An actor's mailbox: a multi-producer, single-consumer wait-free queue plus its scheduling
-/// flag and depth counter. Opaque; 128 bytes, 64-byte aligned (head and tail on separate cache
-/// lines).
+/// flag and depth counter. Opaque; 80 bytes, 8-byte aligned, the queue's head and tail 64
+/// bytes apart (so on separate cache lines).
 typedef struct CTroupe_mailbox CTroupe_mailbox;
 
 enum {
-    /// Bytes of storage a mailbox needs from its owner (16-byte aligned at least): the mailbox
-    /// sits at the storage's first 64-byte boundary. The owner (an actor's cell) embeds it, so
-    /// that a spawn allocates once.
-    CTroupe_mailbox_storage_size = 192,
+    /// Bytes of storage a mailbox needs from its owner (8-byte aligned at least). The owner (an
+    /// actor's cell) embeds it, so that a spawn allocates one object less.
+    CTroupe_mailbox_storage_size = 80,
 };
 
 /// Makes an empty, unscheduled mailbox inside `storage` (`CTroupe_mailbox_storage_size`

@@ -5,7 +5,8 @@
 # Usage: scripts/instructions.sh [--systems REGEX] WORKLOAD...
 #   e.g. scripts/instructions.sh PingPong Counting ThreadRing
 #
-# For each workload and each selected row (default: the Troupe rows and the Swift native rows),
+# For each workload and each selected row (default: "Troupe", "Troupe (actor producer)",
+# "Troupe (actor ask)" and "Swift native"; the native forms that park threads crawl under valgrind),
 # troupe-bench runs under callgrind twice on one worker: at its --quick size and at its full
 # size. The marginal cost, (full − quick) ÷ (units full − units quick), cancels start-up and
 # set-up, leaving the cost of one unit (a message, a round trip, a hop, a spawn...).
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-systems='^(Troupe|Swift native)'
+systems='^(Troupe|Swift native|Troupe \((actor producer|actor ask)\))$'
 if [ "${1:-}" = "--systems" ]; then
     systems=$2
     shift 2
@@ -49,8 +50,13 @@ for row in json.load(sys.stdin):
             TROUPE_BENCH_WORKERS=1 valgrind --tool=callgrind --dump-instr=yes \
                 --callgrind-out-file="$work/$size.out" \
                 "$work/troupe-bench" --filter "=$workload/$system" --no-warmup --json $flag \
-                >"$work/$size.json" 2>"$work/$size.log"
+                </dev/null >"$work/$size.json" 2>"$work/$size.log" || {
+                echo "valgrind failed on $workload / $system ($size); its log:" >&2
+                tail -20 "$work/$size.log" >&2
+                exit 1
+            }
         done
+        # (stdin is the here-document; the loop's list of rows must not be read by it.)
         python3 - "$work" "$workload" "$system" <<'PY'
 import json, os, re, subprocess, sys
 

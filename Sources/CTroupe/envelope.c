@@ -41,6 +41,7 @@ static pthread_mutex_t shared_lock[CLASS_COUNT] = {
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
 };
 static _Atomic uint64_t fresh_allocations;
+static _Thread_local uint64_t thread_fresh_allocations;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static _Thread_local local_cache local;
@@ -102,6 +103,7 @@ static CTroupe_envelope *carve_slab(unsigned cls, free_list *list) {
     unsigned char *slab = malloc(size * count);
     if (slab == NULL) abort();
     atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
+    thread_fresh_allocations += 1;
     // The first envelope is returned; the others become the thread's list (it was empty).
     for (size_t i = 1; i < count; i++) {
         CTroupe_envelope *envelope = (CTroupe_envelope *)(slab + i * size);
@@ -121,6 +123,8 @@ __attribute__((noinline)) static CTroupe_envelope *alloc_slowly(size_t total, un
         CTroupe_envelope *envelope = malloc(total);
         if (envelope == NULL) abort();
         atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
+        thread_fresh_allocations += 1;
+    thread_fresh_allocations += 1;
         envelope->size_class = LARGE_CLASS;
         return envelope;
     }
@@ -191,6 +195,10 @@ void CTroupe_envelope_free(CTroupe_envelope *envelope) {
         }
     }
     free_slowly(envelope, cls);
+}
+
+uint64_t CTroupe_envelope_thread_fresh_allocations(void) {
+    return thread_fresh_allocations;
 }
 
 uint64_t CTroupe_envelope_fresh_allocations(void) {

@@ -19,8 +19,9 @@ extension ActorCell {
     /// false while suspended also keeps the right: the restart timer reschedules the cell.
     @inlinable
     final func turn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
-        if _isDebugAssertConfiguration() { markTurnThread(entering: true) }
-        defer { if _isDebugAssertConfiguration() { markTurnThread(entering: false) } }
+        // Debug builds only (`assert` drops its argument otherwise, without a warning).
+        assert(markTurnThread(entering: true))
+        defer { assert(markTurnThread(entering: false)) }
         if _slowPath(flags.intersection([.started, .suspended]) != .started) {
             if !beginTurnSlowly() { return suspensionTurnEnded() }
         }

@@ -17,11 +17,8 @@ internal import CTroupe
 /// `liveNext`/`livePrevious` only under the system's `liveActors` lock. The mailbox's
 /// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
 /// worker to the next with a happens-before edge.
-/// 192 bytes (`CTroupe_mailbox_storage_size`) of word-aligned storage.
-typealias MailboxStorage = (
-    UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
-    UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
-)
+/// 80 bytes (`CTroupe_mailbox_storage_size`) of word-aligned storage.
+typealias MailboxStorage = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
 @usableFromInline
 class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
@@ -32,9 +29,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// one object less. Touched only through the pointer `CTroupe_mailbox_init` returns.
     /// (Words, not SIMD vectors: a field aligned beyond 16 bytes makes Swift allocate the
     /// whole object with `memalign`.)
-    @exclusivity(unchecked) private var mailboxStorage: MailboxStorage = (
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-    )
+    @exclusivity(unchecked) private var mailboxStorage: MailboxStorage = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     final var mailbox: OpaquePointer {
         OpaquePointer(bitPattern: mailboxAddress.load(ordering: .relaxed)).unsafelyUnwrapped
     }
@@ -189,13 +184,14 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     final func finishTurn() -> Bool { CTroupe_mailbox_finish_turn(mailbox) }
 
     /// Debug builds: records (or clears) the calling thread as the one running this cell's
-    /// turn, for ``assertInTurn(_:file:line:)``. The inlinable turn calls it only in debug
-    /// builds.
+    /// turn, for ``assertInTurn(_:file:line:)``. The inlinable turn calls it inside `assert`,
+    /// so only in debug builds; returns true.
     @usableFromInline
-    final func markTurnThread(entering: Bool) {
+    final func markTurnThread(entering: Bool) -> Bool {
         #if DEBUG
             turnThread.store(entering ? UInt(pthread_self()) : 0, ordering: .relaxed)
         #endif
+        return true
     }
 
     /// Spawned during shutdown; see `ActorCell`.
