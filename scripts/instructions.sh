@@ -23,7 +23,7 @@ if [ "${1:-}" = "--systems" ]; then
     systems=$2
     shift 2
 fi
-[ $# -gt 0 ] || { sed -n '5,16p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '5,17p' "$0"; exit 2; }
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 command -v objdump >/dev/null || { echo "objdump is missing: apt-get install binutils" >&2; exit 1; }
 

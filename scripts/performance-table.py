@@ -5,7 +5,10 @@ Benchmarks/README.md. Every figure comes from the run; nothing is typed by hand.
     swift run --package-path Benchmarks -c release troupe-bench --json | scripts/performance-table.py
         prints the table;
     ... | scripts/performance-table.py --update [FILE]
-        replaces the table between the markers below in FILE (default: Benchmarks/README.md).
+        replaces the table between the markers below in FILE (default: Benchmarks/README.md);
+    ... | scripts/performance-table.py --summary [FILE]
+        replaces the short table of the project's README (between its summary markers; default:
+        README.md) with the same run's figures for a few rows.
 The header line above the table (machine, date, load average) comes from the run's stderr and
 is updated by hand."""
 import json
@@ -15,6 +18,56 @@ import sys
 BEGIN = "<!-- performance-table:begin -->"
 END = "<!-- performance-table:end -->"
 DEFAULT_TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Benchmarks", "README.md")
+SUMMARY_BEGIN = "<!-- performance-summary:begin -->"
+SUMMARY_END = "<!-- performance-summary:end -->"
+DEFAULT_SUMMARY_TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+
+def ns(value):
+    return f"{value:.3g} ns" if value < 100 else f"{value:.0f} ns"
+
+def micro(nanoseconds):
+    return f"{nanoseconds / 1000:.2f} µs"
+
+def summary(rows):
+    """The README's few rows: Troupe beside the native form that passes messages (and the
+    awaited call without a hop) and Dispatch."""
+    by = {(r["workload"], r["system"]): r for r in rows}
+    def per_unit(workload, system):
+        row = by.get((workload, system))
+        return ns(row["ns_per_msg"]) if row and row.get("ns_per_msg") else "—"
+    def p50(workload, system):
+        row = by.get((workload, system))
+        return micro(row["latency_ns"]["p50"]) if row and row.get("latency_ns") else "—"
+    def p50ns(workload, system):
+        row = by.get((workload, system))
+        return f"{row['latency_ns']['p50']} ns" if row and row.get("latency_ns") else "—"
+    def memory(system):
+        row = by.get(("MemoryPerIdleActor", system))
+        return f"{row['bytes_per_actor']:.0f} B" if row and row.get("bytes_per_actor") is not None else "—"
+    def late(system):
+        row = by.get(("TimersLateness", system))
+        return f"{row['lateness_us']['p99']:.0f} µs" if row and row.get("lateness_us") else "—"
+    lines = ["| Workload (unit) | Troupe | Swift native | Dispatch |", "|---|---|---|---|"]
+    lines.append(f"| PingPong (round trip) | {per_unit('PingPong', 'Troupe')} | "
+                 f"{per_unit('PingPong', 'Swift native (2 executors)')} (2 executors), "
+                 f"{per_unit('PingPong', 'Swift native')} (no hop) | {per_unit('PingPong', 'Dispatch')} |")
+    lines.append(f"| Counting (message, from a plain thread) | {per_unit('Counting', 'Troupe')} | "
+                 f"{per_unit('Counting', 'Swift native (AsyncStream)')} (`AsyncStream`), "
+                 f"{per_unit('Counting', 'Swift native')} (no hop) | {per_unit('Counting', 'Dispatch')} |")
+    lines.append(f"| ThreadRing (hop) | {per_unit('ThreadRing', 'Troupe')} | "
+                 f"{per_unit('ThreadRing', 'Swift native (AsyncStream)')} (`AsyncStream`), "
+                 f"{per_unit('ThreadRing', 'Swift native')} (one task's chain of awaited calls) | "
+                 f"{per_unit('ThreadRing', 'Dispatch')} |")
+    lines.append(f"| Chameneos (meeting) | {per_unit('Chameneos', 'Troupe')} | {per_unit('Chameneos', 'Swift native')} | "
+                 f"{per_unit('Chameneos', 'Dispatch')} |")
+    lines.append(f"| Spawn + first message (actor) | {per_unit('Spawn', 'Troupe')} | {per_unit('Spawn', 'Swift native')} | "
+                 f"{per_unit('Spawn', 'Dispatch')} |")
+    lines.append(f"| Ask from an actor, p50 | {p50ns('AskLatency', 'Troupe (actor ask)')} | "
+                 f"{p50ns('AskLatency', 'Swift native')} (a task awaits an actor's method) | — |")
+    lines.append(f"| `askBlocking` from a plain thread, p50 | {p50('AskLatency', 'Troupe (askBlocking)')} | — | — |")
+    lines.append(f"| Memory per idle actor | {memory('Troupe')} | {memory('Swift native')} | {memory('Dispatch')} |")
+    lines.append(f"| Timer lateness, p99 | {late('Troupe')} | {late('Swift native (Task.sleep per timer)')} (`Task.sleep`) | — |")
+    return lines
 
 def rate(value):
     for unit, scale in (("M", 1e6), ("k", 1e3)):
@@ -60,22 +113,25 @@ def table(rows):
                      f"{'' if ratio is None else f'{ratio:.2f}×'} | {row.get('allocs_per_msg', 0):.4f} | {last} |")
     return lines
 
-def update(path, lines):
+def update(path, lines, begin=BEGIN, end=END):
     with open(path, encoding="utf-8") as file:
         text = file.read()
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        sys.exit(f"{path}: expected one {BEGIN} line followed by one {END} line")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        sys.exit(f"{path}: expected one {begin} line followed by one {end} line")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
     with open(path, "w", encoding="utf-8") as file:
-        file.write(head + BEGIN + "\n" + "\n".join(lines) + "\n" + END + tail)
+        file.write(head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    if arguments and (arguments[0] != "--update" or len(arguments) > 2):
-        sys.exit("usage: performance-table.py [--update [FILE]] < troupe-bench.json")
-    lines = table(json.load(sys.stdin))
-    if arguments:
-        update(arguments[1] if len(arguments) > 1 else DEFAULT_TARGET, lines)
+    if arguments and (arguments[0] not in ("--update", "--summary") or len(arguments) > 2):
+        sys.exit("usage: performance-table.py [--update [FILE] | --summary [FILE]] < troupe-bench.json")
+    rows = json.load(sys.stdin)
+    if arguments and arguments[0] == "--summary":
+        update(arguments[1] if len(arguments) > 1 else DEFAULT_SUMMARY_TARGET, summary(rows),
+               SUMMARY_BEGIN, SUMMARY_END)
+    elif arguments:
+        update(arguments[1] if len(arguments) > 1 else DEFAULT_TARGET, table(rows))
     else:
-        print("\n".join(lines))
+        print("\n".join(table(rows)))

@@ -326,7 +326,9 @@ import TroupeTestSupport
 
     @Test func backoffResetsAfterAQuietPeriod() async throws {
         try await withTestSystem { system in
-            let quiet = Duration.milliseconds(150)
+            // Long enough that the second failure, queued right behind the first, always comes
+            // within it even on a loaded 2-core machine (150 ms was exceeded under load).
+            let quiet = Duration.milliseconds(600)
             let backoff = RestartBackoff.exponential(
                 initial: .milliseconds(20), maximum: .seconds(1), multiplier: 2, jitter: 0,
                 resetAfter: quiet)
