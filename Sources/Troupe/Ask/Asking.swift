@@ -54,8 +54,19 @@ enum Asking {
             }
             if refused { throw .blockingOnWorkerThread }
         }
-        let waiter = ReplyWaiter<Value>()
-        callback(system, timeout: timeout, onReply: { waiter.complete($0) }, send: send)
-        return try waiter.wait().get()
+        let parker = ThreadParker.current
+        parker.reset()
+        var answer: Result<Value, AskError>? = nil
+        withUnsafeMutablePointer(to: &answer) { pointer in
+            let slot = AnswerSlot(pointer: pointer)
+            callback(
+                system, timeout: timeout,
+                onReply: { result in
+                    slot.pointer.pointee = result
+                    parker.wake()
+                }, send: send)
+            parker.wait()
+        }
+        return try answer!.get()
     }
 }

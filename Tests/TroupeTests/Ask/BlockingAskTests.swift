@@ -1,6 +1,7 @@
 import Testing
-import Troupe
 import TroupeTestSupport
+
+@testable import Troupe
 
 /// Blocking asks: `askBlocking` from plain threads, with a timeout, on refs and pools of both
 /// actor kinds, and its refusal on worker threads (blocking one could hold up the answer).
@@ -13,6 +14,28 @@ import TroupeTestSupport
                 Result { () throws(AskError) -> Int in try counter.askBlocking(timeout: .seconds(10)) { .get($0) } }
             }
             #expect(result.value == 42)
+        }
+    }
+
+    /// A thread's blocking asks share one parker (no waiter allocated per ask), answers never
+    /// leak from one ask into the next, and a thread that exits lets go of its parker.
+    @Test func aThreadsBlockingAsksShareOneParkerThatGoesWithTheThread() async throws {
+        try await withTestSystem { system in
+            let counter = system.spawn(Counter(total: 0))
+            let (answers, sameParker, parker) = await TestThreads.onNewThread {
+                () -> ([Int], Bool, WeakBox<ThreadParker>) in
+                let first = ThreadParker.current
+                var answers: [Int] = []
+                for value in 1...200 {
+                    counter.tell(.add(1))
+                    answers.append((try? counter.askBlocking(timeout: .seconds(10)) { .get($0) }) ?? -value)
+                }
+                return (answers, ThreadParker.current === first, WeakBox(first))
+            }
+            #expect(answers == Array(1...200), "each ask got its own answer")
+            #expect(sameParker)
+            await waitUntil("the exited thread's parker is released") { parker.value == nil }
+            #expect(parker.value == nil)
         }
     }
 
