@@ -124,7 +124,6 @@ __attribute__((noinline)) static CTroupe_envelope *alloc_slowly(size_t total, un
         if (envelope == NULL) abort();
         atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
         thread_fresh_allocations += 1;
-    thread_fresh_allocations += 1;
         envelope->size_class = LARGE_CLASS;
         return envelope;
     }

@@ -68,15 +68,6 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
     @exclusivity(unchecked) private var waiter: AskWaiter<Completion>
     private let timeout: Duration
 
-    /// An awaiting ask; its continuation comes with ``install(_:)``.
-    init(limit: AskLimit) {
-        self.waiter = .none
-        self.timeout = limit.duration
-        super.init(timeoutNanoseconds: limit.nanoseconds)
-        recordWaiterOffset()
-    }
-
-    /// For ``ActorAskState``.
     @usableFromInline
     init(limit: AskLimit, waiter: AskWaiter<Completion>) {
         self.waiter = waiter
@@ -85,24 +76,24 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
         recordWaiterOffset()
     }
 
-    /// Hands the result to the asking actor (``ActorAskState`` overrides it).
-    @usableFromInline
-    func deliverToActor(_ result: Completion) { fatalError("subclass") }
-
-    /// For the layout probe: records no offset.
-    fileprivate init(limit: AskLimit, measuring: Void) {
+    /// The one state that measures the layout (see ``recordWaiterOffset()``): records none.
+    fileprivate init(layoutProbe limit: AskLimit) {
         self.waiter = .none
         self.timeout = limit.duration
         super.init(timeoutNanoseconds: limit.nanoseconds)
     }
 
+    /// An awaiting ask; its continuation comes with ``install(_:)``.
+    convenience init(limit: AskLimit) { self.init(limit: limit, waiter: .none) }
+
     @usableFromInline
-    init(limit: AskLimit, callback: @escaping @Sendable (Completion) -> Void) {
-        self.waiter = .callback(callback)
-        self.timeout = limit.duration
-        super.init(timeoutNanoseconds: limit.nanoseconds)
-        recordWaiterOffset()
+    convenience init(limit: AskLimit, callback: @escaping @Sendable (Completion) -> Void) {
+        self.init(limit: limit, waiter: .callback(callback))
     }
+
+    /// Hands the result to the asking actor (``ActorAskState`` overrides it).
+    @usableFromInline
+    func deliverToActor(_ result: Completion) { fatalError("subclass") }
 
     /// Records where `waiter` lives. The offset is the same for every `Value` (an
     /// ``AskWaiter`` holds a pointer or a closure whatever the result type), so it is measured
@@ -207,7 +198,7 @@ final class ActorAskState<Value: Sendable, Message: Sendable>: AskState<Value>, 
 }
 
 /// Where `AskState`'s `waiter` field lives (see `AskState.recordWaiterOffset`).
-private let askWaiterOffset: Int = AskState<Int>(limit: AskLimit(duration: .zero, nanoseconds: 0), measuring: ())
+private let askWaiterOffset: Int = AskState<Int>(layoutProbe: AskLimit(duration: .zero, nanoseconds: 0))
     .measuredWaiterOffset()
 
 /// An ask's time limit: the `Duration` (for the `.timedOut(after:)` error) and its nanoseconds

@@ -61,8 +61,7 @@ final class CellConfig: Sendable {
     }
 
     static func needed(for options: SpawnOptions, hasFactory: Bool) -> Bool {
-        hasFactory || options.name != nil || options.mailbox != .unbounded || options.executor != .shared
-            || options.failureDecider != nil || options.tracksMailboxDepth || options.selfInvalidating
+        hasFactory || !options.needsNoCellConfig
     }
 }
 

@@ -128,7 +128,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             Int(
                 bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue)
                     % UInt(runQueues.count))]
-        CTroupe_runqueue_push(queue, cell.mailbox)
+        Worker.queue(entry, on: queue)
         notifyIdle()
         if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { sweep() }
     }

@@ -77,7 +77,7 @@ extension Worker {
     func placeInSlot(word: UInt) -> Bool {
         let displaced = slotWord.exchange(word, ordering: .sequentiallyConsistent)
         guard let raw = UnsafeMutableRawPointer(bitPattern: displaced) else { return false }
-        Unmanaged<AnyCell>.fromOpaque(raw)._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
+        Worker.queue(Unmanaged<AnyCell>.fromOpaque(raw), on: runQueue)
         return true
     }
 

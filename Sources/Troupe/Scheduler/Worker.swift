@@ -77,10 +77,17 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         thread = nil
     }
 
-    /// Queues the entry of a cell whose scheduling right the caller holds. Any thread.
+    /// Queues the entry of a cell whose scheduling right the caller holds, and wakes a
+    /// worker. Any thread.
     func push(_ entry: Unmanaged<AnyCell>) {
-        entry._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
+        Worker.queue(entry, on: runQueue)
         wakeup.notify(all: !isShared)
+    }
+
+    /// Puts an entry on a run queue; the entry keeps whatever retain it carries
+    /// (`AnyCell.entryRetained`). Any thread that holds the cell's scheduling right.
+    static func queue(_ entry: Unmanaged<AnyCell>, on queue: OpaquePointer) {
+        entry._withUnsafeGuaranteedRef { CTroupe_runqueue_push(queue, $0.mailbox) }
     }
 
     /// Called by a cell's turn on this worker's thread when its actor stops, just before the
@@ -169,7 +176,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
                 slotStreak += 1
                 return entry
             }
-            entry._withUnsafeGuaranteedRef { CTroupe_runqueue_push(runQueue, $0.mailbox) }
+            Worker.queue(entry, on: runQueue)
         }
         slotStreak = 0
         if let cell = Worker.pop(runQueue) { return cell }
@@ -247,7 +254,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
             unretainedTurnCell = nil
             guard more else { return retained }
             cell.entryRetained = retained
-            CTroupe_runqueue_push(runQueue, cell.mailbox)
+            Worker.queue(entry, on: runQueue)
             if isShared { scheduler.notifyIdle() }
             return false
         }

@@ -32,16 +32,13 @@ import TroupeTestSupport
     /// must let go of its callback, and of what the callback captured, when it completes.
     @Test func aCompletedAskLetsGoOfWhatItsCallbackCapturedAtOnce() async throws {
         final class Captured: Sendable {}
-        final class WeakCaptured: @unchecked Sendable {  // written before the ask, read after
-            weak var value: Captured?
-        }
         try await withTestSystem { system in
             let server = system.spawn(AskServer())
             let results = Recorder<Result<Int, AskError>>()
-            let weak = WeakCaptured()
+            let weak: WeakBox<Captured>
             do {
                 let captured = Captured()
-                weak.value = captured
+                weak = WeakBox(captured)
                 server.ask(timeout: .seconds(3_600), { AskServer.Message.double(4, $0) }) { result in
                     withExtendedLifetime(captured) { results.append(result) }
                 }
