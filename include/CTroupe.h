@@ -179,10 +179,15 @@ void CTroupe_eventcount_cancel_wait(CTroupe_eventcount *eventcount);
 /// Sleeps until notified after `prepare_wait` returned `epoch`, or until `timeout_ns` passes
 /// (negative: no timeout). Ends the wait (no `cancel_wait` needed afterwards).
 void CTroupe_eventcount_wait(CTroupe_eventcount *eventcount, uint32_t epoch, int64_t timeout_ns);
-/// Wakes one sleeper (or all when `all`), if any sleeps.
+/// Wakes one sleeper (or all when `all`), if any sleeps and not every sleeper already has a
+/// wake coming (then no futex call: a burst of notifies costs one wake-up, not one each).
 void CTroupe_eventcount_notify(CTroupe_eventcount *eventcount, bool all);
 /// Number of threads between prepare_wait and the end of their wait.
 uint32_t CTroupe_eventcount_sleepers(const CTroupe_eventcount *eventcount);
+/// Wakes issued whose sleepers have not ended their wait yet.
+uint32_t CTroupe_eventcount_pending(const CTroupe_eventcount *eventcount);
+/// FUTEX_WAKE calls issued since creation (tests, diagnostics).
+uint64_t CTroupe_eventcount_wakes(const CTroupe_eventcount *eventcount);
 
 // MARK: - Threads
 

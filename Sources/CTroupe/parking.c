@@ -1,12 +1,29 @@
-// An event count on a futex, for parking idle workers without lost wake-ups.
+// An event count on a futex, for parking idle threads without lost wake-ups, and without a
+// futex call per notify while a woken sleeper is still on its way.
+//
+// State: one 64-bit word, so that the three counts change together.
+//   bits  0–31  epoch: the futex word (the low half on a little-endian machine); moves by one
+//               with every notify that wakes.
+//   bits 32–47  sleepers: threads between prepare_wait and the end of their wait.
+//   bits 48–63  pending: wakes issued (epoch moved) whose sleepers have not left yet.
 //
 // Concurrency contract:
-// - Sleeper: prepare_wait (sleepers += 1, then read epoch), re-check for work, then wait(epoch)
-//   or cancel_wait. Waker: publish work, full fence, then notify (reads sleepers; when non-zero
-//   bumps epoch and wakes).
-// - If the waker reads sleepers == 0, the sleeper's increment comes later in the total order,
-//   so its re-check sees the published work. Otherwise the epoch changes, so FUTEX_WAIT on the
-//   old epoch returns at once or is woken by the FUTEX_WAKE that follows the bump.
+// - Sleeper: prepare_wait (sleepers += 1 and read the epoch, one atomic step), re-check for
+//   work, then wait(epoch) or cancel_wait. Either ends by leaving: sleepers -= 1, and pending -=
+//   1 when pending > 0. A thread that leaves re-checks for work afterwards (every caller loops).
+// - Waker: publish work, full fence, then notify: when sleepers > pending, one compare-exchange
+//   moves the epoch and adds a pending wake, then FUTEX_WAKE wakes one sleeper. When every
+//   sleeper already has a wake coming (sleepers <= pending) it does nothing: no futex call.
+// - No lost wake-up. If the waker reads sleepers == 0, the sleeper's increment comes later in
+//   the total order, so its re-check sees the published work. Otherwise let E be the counted
+//   sleepers that will leave without another futex wake (woken, timed out, re-checking, or
+//   holding an epoch that has moved), Q those asleep in the kernel, W the wakes issued and not
+//   yet delivered. Every transition keeps  pending <= |E| + min(W, |Q|)  (a notify adds one
+//   pending wake only while sleepers > pending and moves every not-yet-asleep sleeper into E;
+//   a delivered wake moves a Q into E; a leave removes one pending). So when a notify skips,
+//   pending >= 1 and some counted sleeper will still leave, after the waker's fence, and then
+//   re-check: it finds the work, exactly as the sleeper a FUTEX_WAKE would have woken.
+//   A single waiter (timer thread, blocking ask) simply has its wake already coming.
 #include "CTroupe.h"
 
 #include <limits.h>
@@ -18,18 +35,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#define EPOCH_MASK UINT64_C(0x00000000ffffffff)
+#define SLEEPER_ONE (UINT64_C(1) << 32)
+#define PENDING_ONE (UINT64_C(1) << 48)
+
 struct CTroupe_eventcount {
-    alignas(64) _Atomic uint32_t epoch;
-    _Atomic uint32_t sleepers;
+    alignas(64) _Atomic uint64_t state;
+    /// FUTEX_WAKE calls issued, for tests and diagnostics.
+    _Atomic uint64_t wakes;
 };
 
-_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "futex words are plain 32-bit integers");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the futex word is the low half of the state");
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(uint64_t), "the state is a plain 64-bit word");
+
+static inline uint32_t epoch_of(uint64_t state) { return (uint32_t)(state & EPOCH_MASK); }
+static inline uint32_t sleepers_of(uint64_t state) { return (uint32_t)((state >> 32) & 0xffff); }
+static inline uint32_t pending_of(uint64_t state) { return (uint32_t)(state >> 48); }
+static inline uint32_t *futex_word(CTroupe_eventcount *eventcount) { return (uint32_t *)&eventcount->state; }
 
 CTroupe_eventcount *CTroupe_eventcount_create(void) {
     CTroupe_eventcount *eventcount = aligned_alloc(64, 64);
     if (eventcount == NULL) abort();
-    atomic_init(&eventcount->epoch, 0);
-    atomic_init(&eventcount->sleepers, 0);
+    atomic_init(&eventcount->state, 0);
+    atomic_init(&eventcount->wakes, 0);
     return eventcount;
 }
 
@@ -38,12 +66,25 @@ void CTroupe_eventcount_destroy(CTroupe_eventcount *eventcount) {
 }
 
 uint32_t CTroupe_eventcount_prepare_wait(CTroupe_eventcount *eventcount) {
-    atomic_fetch_add_explicit(&eventcount->sleepers, 1, memory_order_seq_cst);
-    return atomic_load_explicit(&eventcount->epoch, memory_order_seq_cst);
+    uint64_t before = atomic_fetch_add_explicit(&eventcount->state, SLEEPER_ONE, memory_order_seq_cst);
+    // 65,535 threads parked on one event count at once would overflow into `pending`.
+    if (sleepers_of(before) == 0xffff) abort();
+    return epoch_of(before);
+}
+
+/// Ends a wait: one sleeper fewer, and one pending wake fewer if any (it may have been this one's).
+static void leave(CTroupe_eventcount *eventcount) {
+    uint64_t state = atomic_load_explicit(&eventcount->state, memory_order_relaxed);
+    uint64_t next;
+    do {
+        next = state - SLEEPER_ONE;
+        if (pending_of(state) > 0) next -= PENDING_ONE;
+    } while (!atomic_compare_exchange_weak_explicit(&eventcount->state, &state, next, memory_order_seq_cst,
+                                                    memory_order_relaxed));
 }
 
 void CTroupe_eventcount_cancel_wait(CTroupe_eventcount *eventcount) {
-    atomic_fetch_sub_explicit(&eventcount->sleepers, 1, memory_order_seq_cst);
+    leave(eventcount);
 }
 
 void CTroupe_eventcount_wait(CTroupe_eventcount *eventcount, uint32_t epoch, int64_t timeout_ns) {
@@ -54,20 +95,41 @@ void CTroupe_eventcount_wait(CTroupe_eventcount *eventcount, uint32_t epoch, int
         timeout.tv_nsec = timeout_ns % 1000000000;
         timeout_pointer = &timeout;
     }
-    if (atomic_load_explicit(&eventcount->epoch, memory_order_acquire) == epoch) {
+    if (epoch_of(atomic_load_explicit(&eventcount->state, memory_order_acquire)) == epoch) {
         // EINTR, EAGAIN (epoch moved) and ETIMEDOUT all mean: go and look for work again.
-        syscall(SYS_futex, (uint32_t *)&eventcount->epoch, FUTEX_WAIT_PRIVATE, epoch, timeout_pointer, NULL, 0);
+        syscall(SYS_futex, futex_word(eventcount), FUTEX_WAIT_PRIVATE, epoch, timeout_pointer, NULL, 0);
     }
-    atomic_fetch_sub_explicit(&eventcount->sleepers, 1, memory_order_seq_cst);
+    leave(eventcount);
 }
 
 void CTroupe_eventcount_notify(CTroupe_eventcount *eventcount, bool all) {
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&eventcount->sleepers, memory_order_relaxed) == 0) return;
-    atomic_fetch_add_explicit(&eventcount->epoch, 1, memory_order_seq_cst);
-    syscall(SYS_futex, (uint32_t *)&eventcount->epoch, FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, NULL, NULL, 0);
+    uint64_t state = atomic_load_explicit(&eventcount->state, memory_order_relaxed);
+    uint64_t next;
+    do {
+        uint32_t sleepers = sleepers_of(state);
+        uint32_t pending = pending_of(state);
+        // Every sleeper already has a wake coming (see the contract): nothing to do. A wake of
+        // all still moves the epoch, so that no sleeper waits past it.
+        if (sleepers == 0 || (!all && sleepers <= pending)) return;
+        uint64_t counts = state & ~EPOCH_MASK;
+        uint32_t nextPending = all ? sleepers : pending + 1;
+        counts = (counts & ~(UINT64_C(0xffff) << 48)) | ((uint64_t)nextPending << 48);
+        next = counts | (uint64_t)(uint32_t)(epoch_of(state) + 1);
+    } while (!atomic_compare_exchange_weak_explicit(&eventcount->state, &state, next, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    atomic_fetch_add_explicit(&eventcount->wakes, 1, memory_order_relaxed);
+    syscall(SYS_futex, futex_word(eventcount), FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, NULL, NULL, 0);
 }
 
 uint32_t CTroupe_eventcount_sleepers(const CTroupe_eventcount *eventcount) {
-    return atomic_load_explicit(&((CTroupe_eventcount *)eventcount)->sleepers, memory_order_relaxed);
+    return sleepers_of(atomic_load_explicit(&((CTroupe_eventcount *)eventcount)->state, memory_order_relaxed));
+}
+
+uint32_t CTroupe_eventcount_pending(const CTroupe_eventcount *eventcount) {
+    return pending_of(atomic_load_explicit(&((CTroupe_eventcount *)eventcount)->state, memory_order_relaxed));
+}
+
+uint64_t CTroupe_eventcount_wakes(const CTroupe_eventcount *eventcount) {
+    return atomic_load_explicit(&((CTroupe_eventcount *)eventcount)->wakes, memory_order_relaxed);
 }

@@ -71,16 +71,18 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// the cell outlives every entry placed before that turn. A stopped cell, scheduled to
     /// dead-letter late messages, has no such holder: its entries carry a retain.
     @exclusivity(unchecked) final var entryRetained = false
-    /// Links of the system's ``LiveActors`` list; protected by the system's `liveActors` lock.
-    var liveNext: AnyCell?
-    unowned(unsafe) var livePrevious: AnyCell?
+    /// Links of the system's ``LiveActors`` list, unretained (the list holds one retain per
+    /// member); protected by the system's `liveActors` lock.
+    @exclusivity(unchecked) var liveNext: Unmanaged<AnyCell>?
+    @exclusivity(unchecked) var livePrevious: Unmanaged<AnyCell>?
 
-    init(system: ActorSystem, config: CellConfig?) {
-        self.system = system
+    init(system: borrowing ActorSystem, config: borrowing CellConfig?) {
+        self.system = copy system
         self.id = system.nextActorID()
-        self.config = config
-        if let config, config.capacity > 0 {
-            mailboxMode = config.overflow == .dropOldest ? .boundedDroppingOldest : .bounded
+        let stored = copy config
+        self.config = stored
+        if let stored, stored.capacity > 0 {
+            mailboxMode = stored.overflow == .dropOldest ? .boundedDroppingOldest : .bounded
         } else {
             mailboxMode = .unbounded
         }
@@ -88,7 +90,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         // An object never moves, so the storage's address stays valid for the cell's life.
         let storage = withUnsafeMutablePointer(to: &mailboxStorage) { UnsafeMutableRawPointer($0) }
         let mailbox = CTroupe_mailbox_init(
-            storage, Unmanaged.passUnretained(self).toOpaque(), config?.tracksDepth ?? false,
+            storage, Unmanaged.passUnretained(self).toOpaque(), stored?.tracksDepth ?? false,
             mailboxMode == .boundedDroppingOldest)!
         mailboxAddress.store(UInt(bitPattern: mailbox), ordering: .relaxed)
     }
@@ -126,10 +128,6 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         push(Envelope(payload: payload), reserved: false)
     }
 
-    /// Pushes `envelope` and schedules the actor when the push found its mailbox empty (the
-    /// push that wins the scheduling right schedules, exactly once). `reserved`: the envelope's
-    /// place was reserved (bounded mailboxes) or it is uncounted (system envelopes); see
-    /// `CTroupe_mailbox_push`. Any thread; takes ownership of the envelope.
     /// Makes the run-queue or next-slot entry of a cell whose scheduling right the caller just
     /// won: retained only when the actor has stopped (see ``entryRetained``).
     @inline(__always)
@@ -142,6 +140,10 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         return Unmanaged.passUnretained(self)
     }
 
+    /// Pushes `envelope` and schedules the actor when the push found its mailbox empty (the
+    /// push that wins the scheduling right schedules, exactly once). `reserved`: the envelope's
+    /// place was reserved (bounded mailboxes) or it is uncounted (system envelopes); see
+    /// `CTroupe_mailbox_push`. Any thread; takes ownership of the envelope.
     @inline(__always)
     final func push(_ envelope: Envelope, reserved: Bool) {
         if CTroupe_mailbox_push(mailbox, envelope.raw, reserved) {

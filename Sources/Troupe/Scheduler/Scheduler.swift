@@ -26,6 +26,9 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// reference counting (spinning workers and senders would otherwise contend on the
     /// array's and the workers' reference counts). Immutable after init.
     private let runQueues: UnsafeMutableBufferPointer<OpaquePointer>
+    /// The shared workers, unretained (`workersStorage` holds them), for the same reason.
+    /// Immutable after init.
+    let sharedWorkers: UnsafeMutableBufferPointer<Unmanaged<Worker>>
     /// Counters on cache lines of their own (192 bytes, 64-byte aligned), away from each other
     /// and from the scheduler's read-mostly fields: `spinning` (offset 0) counts shared workers
     /// polling for work before they park, so that a new run-queue entry needs no futex wake-up
@@ -61,6 +64,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         var created: [Worker] = []
         self.workersStorage = []
         self.runQueues = .allocate(capacity: workerCount)
+        self.sharedWorkers = .allocate(capacity: workerCount)
         counters.bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         (counters + 64).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         (counters + 128).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
@@ -71,11 +75,15 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             created.append(Worker(index: index, scheduler: self, isShared: true, wakeup: idle, cpu: cpu))
         }
         self.workersStorage = created
-        for (index, worker) in created.enumerated() { runQueues[index] = worker.runQueue }
+        for (index, worker) in created.enumerated() {
+            runQueues[index] = worker.runQueue
+            sharedWorkers[index] = Unmanaged.passUnretained(worker)
+        }
     }
 
     deinit {
         runQueues.deallocate()
+        sharedWorkers.deallocate()
         spinning.deinitialize(count: 1)
         nextExternal.deinitialize(count: 1)
         watching.deinitialize(count: 1)
@@ -115,7 +123,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             // retain/release pair per message).
             let word = UInt(bitPattern: entry.toOpaque())
             let placement = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> UInt8 in
-                guard worker.isShared && worker.scheduler === self else { return 0 }
+                guard worker.isShared && worker.belongs(to: self) else { return 0 }
                 return worker.placeInSlot(word: word) ? 2 : 1
             }
             switch placement {

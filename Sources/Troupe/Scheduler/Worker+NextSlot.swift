@@ -90,39 +90,55 @@ extension Worker {
 
     /// Looks at every other shared worker's slot; takes a cell stranded there.
     func lookForStrandedCell(now: Int64) -> SlotLook {
-        let workers = scheduler.shared
+        let workers = withScheduler { $0.sharedWorkers }
         if strandWatch.count != workers.count {
             strandWatch = Array(repeating: StrandObservation(), count: workers.count)
         }
         var sawOccupied = false
-        for victim in workers where victim !== self {
-            let word = victim.slotWord.load(ordering: .relaxed)
-            guard word != 0 else {
-                strandWatch[victim.index].word = 0
-                continue
+        for reference in workers {
+            // Borrowed (the scheduler holds every worker): a retain would write to the cache
+            // line of the victim's slot and stamp.
+            let outcome = reference._withUnsafeGuaranteedRef { victim -> SlotLook? in
+                guard victim !== self else { return nil }
+                return look(at: victim, now: now, sawOccupied: &sawOccupied)
             }
-            sawOccupied = true
-            let stamp = victim.turnStamp.load(ordering: .relaxed)
-            let seen = strandWatch[victim.index]
-            guard seen.word == word && seen.stamp == stamp else {
-                strandWatch[victim.index] = StrandObservation(word: word, stamp: stamp, since: now)
-                continue
-            }
-            guard now - seen.since >= Worker.strandedGraceNanoseconds else { continue }
-            strandWatch[victim.index].word = 0
-            if victim.slotWord.compareExchange(expected: word, desired: 0, ordering: .acquiringAndReleasing).exchanged {
-                return .stolen(Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!))
-            }
+            if let outcome { return outcome }
         }
         return sawOccupied ? .occupied : .empty
+    }
+
+    /// One victim's slot: `.stolen` when its cell has been stranded for the grace period and
+    /// this thief took it, else nil (and `sawOccupied` set when the slot is occupied).
+    @inline(__always)
+    private func look(at victim: Worker, now: Int64, sawOccupied: inout Bool) -> SlotLook? {
+        let word = victim.slotWord.load(ordering: .relaxed)
+        guard word != 0 else {
+            strandWatch[victim.index].word = 0
+            return nil
+        }
+        sawOccupied = true
+        let stamp = victim.turnStamp.load(ordering: .relaxed)
+        let seen = strandWatch[victim.index]
+        guard seen.word == word && seen.stamp == stamp else {
+            strandWatch[victim.index] = StrandObservation(word: word, stamp: stamp, since: now)
+            return nil
+        }
+        guard now - seen.since >= Worker.strandedGraceNanoseconds else { return nil }
+        strandWatch[victim.index].word = 0
+        guard victim.slotWord.compareExchange(expected: word, desired: 0, ordering: .acquiringAndReleasing).exchanged
+        else { return nil }
+        return .stolen(Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!))
     }
 }
 
 extension Scheduler {
     /// Whether a shared worker other than `worker` has a cell in its slot. Any thread.
     func anySlotOccupied(besides worker: Worker) -> Bool {
-        for other in shared where other !== worker && other.slotWord.load(ordering: .sequentiallyConsistent) != 0 {
-            return true
+        for other in sharedWorkers {
+            let occupied = other._withUnsafeGuaranteedRef {
+                $0 !== worker && $0.slotWord.load(ordering: .sequentiallyConsistent) != 0
+            }
+            if occupied { return true }
         }
         return false
     }

@@ -22,7 +22,10 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     let isShared: Bool
     let wakeup: EventCount
     let cpu: Int?
-    unowned(unsafe) let scheduler: Scheduler  // the scheduler joins its workers before it goes away
+    /// The scheduler, borrowed: it joins its workers before it goes away. Reached through
+    /// ``withScheduler(_:)``, which takes no retain (a retain per use had polling workers and
+    /// every sender contending on the scheduler's reference count).
+    private let schedulerReference: Unmanaged<Scheduler>
     /// The next-slot: the cell scheduled last by this worker's own turns (a retained `AnyCell`
     /// address, 0 when empty), run next without queue traffic, so that request/response between
     /// two actors stays on one core. Stealable once stranded (see `Worker+NextSlot.swift`).
@@ -55,12 +58,24 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
 
     init(index: Int, scheduler: Scheduler, isShared: Bool, wakeup: EventCount, cpu: Int?) {
         self.index = index
-        self.scheduler = scheduler
+        self.schedulerReference = Unmanaged.passUnretained(scheduler)
         self.isShared = isShared
         self.wakeup = wakeup
         self.cpu = cpu
         self.runQueue = CTroupe_runqueue_create()!
         self.batchBuffer = .allocate(capacity: scheduler.batchSize)
+    }
+
+    /// Runs `body` with the scheduler, without retaining it. Any thread.
+    @inline(__always)
+    func withScheduler<Result>(_ body: (Scheduler) -> Result) -> Result {
+        schedulerReference._withUnsafeGuaranteedRef(body)
+    }
+
+    /// Whether this worker is one of `scheduler`'s. Any thread.
+    @inline(__always)
+    func belongs(to scheduler: Scheduler) -> Bool {
+        schedulerReference.toOpaque() == Unmanaged.passUnretained(scheduler).toOpaque()
     }
 
     deinit {
@@ -123,7 +138,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
             if let cell = nextCell() {
                 if polled {
                     polled = false
-                    if !scheduler.allQueuesEmpty() { wakeup.notify() }
+                    if !withScheduler({ $0.allQueuesEmpty() }) { wakeup.notify() }
                 }
                 runCell(cell)
                 continue
@@ -135,7 +150,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
                 continue
             case .stolen(let cell):
                 // A cell stranded in a busy worker's slot: pass wake-ups on as for any find.
-                if isShared && !scheduler.allQueuesEmpty() { wakeup.notify() }
+                if isShared && !withScheduler({ $0.allQueuesEmpty() }) { wakeup.notify() }
                 runCell(cell)
                 continue
             case .idle:
@@ -151,10 +166,10 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
             }
             // A cell in another worker's slot was placed while this worker polled, so its
             // placer skipped the wake-up: sleep only briefly, then look whether it is stranded.
-            let watches = isShared && scheduler.anySlotOccupied(besides: self)
-            if watches { scheduler.setWatching(true) }
+            let watches = isShared && withScheduler { $0.anySlotOccupied(besides: self) }
+            if watches { withScheduler { $0.setWatching(true) } }
             wakeup.wait(epoch: epoch, timeoutNanoseconds: watches ? Worker.strandBackstopNanoseconds : -1)
-            if watches { scheduler.setWatching(false) }
+            if watches { withScheduler { $0.setWatching(false) } }
             // The wake-up may stand for several that senders skipped (a poller passes on one at
             // a time): pass on again if cells remain once this worker takes one.
             polled = isShared
@@ -165,7 +180,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
 
     private func shouldExit() -> Bool {
         guard isSlotEmpty, CTroupe_runqueue_is_empty(runQueue) else { return false }
-        if isShared { return scheduler.isStopping && scheduler.allQueuesEmpty() }
+        if isShared { return withScheduler { $0.isStopping && $0.allQueuesEmpty() } }
         return exitRequested.load(ordering: .sequentiallyConsistent)
     }
 
@@ -181,7 +196,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         slotStreak = 0
         if let cell = Worker.pop(runQueue) { return cell }
         guard isShared else { return nil }
-        return scheduler.steal(for: self)
+        return withScheduler { $0.steal(for: self) }
     }
 
     /// Takes the oldest entry of a run queue, and with it the cell's scheduling right.
@@ -192,7 +207,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
 
     private func hasWork() -> Bool {
         if !isSlotEmpty || !CTroupe_runqueue_is_empty(runQueue) { return true }
-        return isShared && !scheduler.allQueuesEmpty()
+        return isShared && !withScheduler { $0.allQueuesEmpty() }
     }
 
     enum SpinOutcome {
@@ -207,8 +222,8 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     private func spinForWork() -> SpinOutcome {
         // Shared workers announce that they poll, so that senders skip the futex wake-up; the
         // decrement comes before the re-check that precedes parking (Scheduler.notifyIdle).
-        if isShared { scheduler.setPolling(true) }
-        defer { if isShared { scheduler.setPolling(false) } }
+        if isShared { withScheduler { $0.setPolling(true) } }
+        defer { if isShared { withScheduler { $0.setPolling(false) } } }
         let start = CTroupe_monotonic_ns()
         var now = start
         var deadline = start + Worker.spinNanoseconds
@@ -242,7 +257,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
         let releasesEntry = entry._withUnsafeGuaranteedRef { cell -> Bool in
             var retained = cell.entryRetained
             if !retained { unretainedTurnCell = entry.toOpaque() }
-            let limit = scheduler.batchSize
+            let limit = withScheduler { $0.batchSize }
             var more = cell.runTurn(buffer: batchBuffer, limit: limit)
             // Nothing else waits here: keep going without queue traffic.
             while more && isSlotEmpty && CTroupe_runqueue_is_empty(runQueue) {
@@ -255,7 +270,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
             guard more else { return retained }
             cell.entryRetained = retained
             Worker.queue(entry, on: runQueue)
-            if isShared { scheduler.notifyIdle() }
+            if isShared { withScheduler { $0.notifyIdle() } }
             return false
         }
         if releasesEntry { entry.release() }

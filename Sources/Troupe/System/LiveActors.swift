@@ -13,40 +13,59 @@ struct LiveActors {
         case callback(@Sendable (Terminated) -> Void)
     }
 
-    private var head: AnyCell?
+    /// The most recently spawned member. Every member carries one retain taken by `insert`
+    /// and given back by `remove`; the links themselves are unretained, so that a spawn and a
+    /// stop each cost one reference-count operation here rather than four.
+    private var head: Unmanaged<AnyCell>?
     private(set) var count = 0
     /// Watchers by target cell. An entry is removed, and its watchers told, exactly once:
     /// when the target leaves the list (under the same lock).
     private var watchers: [ObjectIdentifier: [Watcher]] = [:]
 
-    func contains(_ cell: AnyCell) -> Bool { cell.livePrevious != nil || head === cell }
+    func contains(_ cell: AnyCell) -> Bool {
+        cell.livePrevious != nil || head?.toOpaque() == Unmanaged.passUnretained(cell).toOpaque()
+    }
 
     /// Every live cell, most recently spawned first.
     var cells: [AnyCell] {
         var cells: [AnyCell] = []
         var cursor = head
         while let cell = cursor {
-            cells.append(cell)
-            cursor = cell.liveNext
+            cells.append(cell.takeUnretainedValue())
+            cursor = cell._withUnsafeGuaranteedRef { $0.liveNext }
         }
         return cells
     }
 
     mutating func insert(_ cell: AnyCell) {
+        let member = Unmanaged.passRetained(cell)
         cell.liveNext = head
-        head?.livePrevious = cell
-        head = cell
+        head?._withUnsafeGuaranteedRef { $0.livePrevious = member }
+        head = member
         count += 1
     }
 
-    /// Unlinks `cell`; returns its watchers (who must now be told), if any.
+    /// Unlinks `cell`; returns its watchers (who must now be told), if any. The list's retain
+    /// of the cell passes to the caller, who releases it once outside the lock
+    /// (``releaseRemoved(_:)``): the last release runs the cell's deinit.
     mutating func remove(_ cell: AnyCell) -> [Watcher]? {
-        if let previous = cell.livePrevious { previous.liveNext = cell.liveNext } else { head = cell.liveNext }
-        cell.liveNext?.livePrevious = cell.livePrevious
+        let next = cell.liveNext
+        let previous = cell.livePrevious
+        if let previous {
+            previous._withUnsafeGuaranteedRef { $0.liveNext = next }
+        } else {
+            head = next
+        }
+        next?._withUnsafeGuaranteedRef { $0.livePrevious = previous }
         cell.liveNext = nil
         cell.livePrevious = nil
         count -= 1
         return watchers.isEmpty ? nil : watchers.removeValue(forKey: ObjectIdentifier(cell))
+    }
+
+    /// Gives back the retain a removed member carried. Outside the lock.
+    static func releaseRemoved(_ cell: AnyCell) {
+        Unmanaged.passUnretained(cell).release()
     }
 
     /// Adds `watcher` for `target`; false when the target is no longer live (the caller tells
