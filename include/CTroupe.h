@@ -201,6 +201,14 @@ int CTroupe_allowed_cpus(int *out, int capacity);
 /// The worker object of the calling thread (set by the scheduler on its threads), or NULL.
 void *CTroupe_current_worker(void);
 void CTroupe_set_current_worker(void *worker);
+/// The job lane (a Swift executor's cell) whose job runs on the calling thread, or NULL:
+/// what `checkIsolated` of a Troupe serial executor compares with.
+void *CTroupe_current_job_lane(void);
+void CTroupe_set_current_job_lane(void *lane);
+/// The Troupe task executor (its object's address) that the job running on the calling
+/// thread runs with, or NULL: a job it enqueues on a Troupe serial executor runs with the same.
+void *CTroupe_current_task_executor(void);
+void CTroupe_set_current_task_executor(void *executor);
 
 /// Whether the calling thread is releasing the instance of an actor that just stopped (set
 /// around that release), so that a `Reply` dropped with it fails its ask as "recipient

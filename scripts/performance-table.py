@@ -8,7 +8,11 @@ Benchmarks/README.md. Every figure comes from the run; nothing is typed by hand.
         replaces the table between the markers below in FILE (default: Benchmarks/README.md);
     ... | scripts/performance-table.py --summary [FILE]
         replaces the short table of the project's README (between its summary markers; default:
-        README.md) with the same run's figures for a few rows.
+        README.md) with the same run's figures for a few rows;
+    ... | scripts/performance-table.py --executors FILE...
+        replaces the table of Swift concurrency on Troupe's workers (native actors on Troupe
+        serial executors, tasks on the task executor) between the executors-costs markers of
+        each FILE.
 The header line above the table (machine, date, load average) comes from the run's stderr and
 is updated by hand."""
 import json
@@ -69,6 +73,45 @@ def summary(rows):
     lines.append(f"| Timer lateness, p99 | {late('Troupe')} | {late('Swift native (Task.sleep per timer)')} (`Task.sleep`) | — |")
     return lines
 
+EXECUTORS_BEGIN = "<!-- executors-costs:begin -->"
+EXECUTORS_END = "<!-- executors-costs:end -->"
+
+def executors(rows):
+    """Swift concurrency on Troupe's workers, each form beside what it replaces."""
+    by = {(r["workload"], r["system"]): r for r in rows}
+    def per_unit(workload, system):
+        row = by.get((workload, system))
+        return ns(row["ns_per_msg"]) if row and row.get("ns_per_msg") else "—"
+    def ask(system):
+        row = by.get(("AskLatency", system))
+        if not row or not row.get("latency_ns"):
+            return "—"
+        return f"p50 {row['latency_ns']['p50']} ns, mean {row['ns_per_msg']:.0f} ns"
+    on = "Swift native on Troupe executors"
+    lines = ["| Form | Troupe executors | Beside it |", "|---|---|---|"]
+    lines.append(f"| A task asks a Troupe actor (`try await ref.ask`) | {ask('Troupe (ask from a task on its executor)')} "
+                 f"(task on `system.taskExecutor`) | {ask('Troupe (ask from a task)')} (task on Swift's global executor); "
+                 f"{ask('Troupe (actor ask)')} (an actor's `context.ask`) |")
+    lines.append(f"| PingPong, two native actors on Troupe executors of their own (round trip) | "
+                 f"{per_unit('PingPong', 'Swift native on Troupe (2 executors)')} | "
+                 f"{per_unit('PingPong', 'Swift native (2 executors)')} (executors of their own threads); "
+                 f"{per_unit('PingPong', 'Troupe')} (Troupe actors) |")
+    lines.append(f"| PingPong, two native actors sharing one Troupe executor (round trip) | "
+                 f"{per_unit('PingPong', 'Swift native on Troupe (1 executor)')} | "
+                 f"{per_unit('PingPong', 'Swift native')} (Swift's default executor, no hop) |")
+    lines.append(f"| Counting, producer and counter sharing one Troupe executor (increment) | "
+                 f"{per_unit('Counting', 'Swift native on Troupe (1 executor)')} | "
+                 f"{per_unit('Counting', 'Swift native')} (Swift's default executor, no hop) |")
+    lines.append(f"| Counting, producer and counter on Troupe executors of their own (increment, a round trip) | "
+                 f"{per_unit('Counting', 'Swift native on Troupe (2 executors)')} | "
+                 f"{per_unit('Counting', 'Troupe')} (a one-way `tell` to a Troupe actor) |")
+    for workload, unit in (("Chameneos", "meeting"), ("Big", "ping"), ("ForkJoinThroughput", "message"),
+                           ("Fibonacci", "actor")):
+        lines.append(f"| {workload}, the native form on Troupe executors ({unit}) | {per_unit(workload, on)} | "
+                     f"{per_unit(workload, 'Swift native')} (Swift's default executor); "
+                     f"{per_unit(workload, 'Troupe')} (Troupe actors) |")
+    return lines
+
 def rate(value):
     for unit, scale in (("M", 1e6), ("k", 1e3)):
         if value >= scale:
@@ -125,10 +168,16 @@ def update(path, lines, begin=BEGIN, end=END):
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    if arguments and (arguments[0] not in ("--update", "--summary") or len(arguments) > 2):
-        sys.exit("usage: performance-table.py [--update [FILE] | --summary [FILE]] < troupe-bench.json")
+    if arguments and (arguments[0] not in ("--update", "--summary", "--executors")
+                      or (arguments[0] != "--executors" and len(arguments) > 2)
+                      or (arguments[0] == "--executors" and len(arguments) < 2)):
+        sys.exit("usage: performance-table.py [--update [FILE] | --summary [FILE] | --executors FILE...] "
+                 "< troupe-bench.json")
     rows = json.load(sys.stdin)
-    if arguments and arguments[0] == "--summary":
+    if arguments and arguments[0] == "--executors":
+        for path in arguments[1:]:
+            update(path, executors(rows), EXECUTORS_BEGIN, EXECUTORS_END)
+    elif arguments and arguments[0] == "--summary":
         update(arguments[1] if len(arguments) > 1 else DEFAULT_SUMMARY_TARGET, summary(rows),
                SUMMARY_BEGIN, SUMMARY_END)
     elif arguments:

@@ -9,6 +9,8 @@
 #include <time.h>
 
 static _Thread_local void *current_worker;
+static _Thread_local void *current_job_lane;
+static _Thread_local void *current_task_executor;
 static _Thread_local bool releasing_stopped_actor;
 
 int CTroupe_pin_current_thread(int cpu) {
@@ -36,6 +38,12 @@ int CTroupe_allowed_cpus(int *out, int capacity) {
 
 void *CTroupe_current_worker(void) { return current_worker; }
 void CTroupe_set_current_worker(void *worker) { current_worker = worker; }
+
+void *CTroupe_current_job_lane(void) { return current_job_lane; }
+void CTroupe_set_current_job_lane(void *lane) { current_job_lane = lane; }
+
+void *CTroupe_current_task_executor(void) { return current_task_executor; }
+void CTroupe_set_current_task_executor(void *executor) { current_task_executor = executor; }
 
 bool CTroupe_is_releasing_stopped_actor(void) { return releasing_stopped_actor; }
 void CTroupe_set_releasing_stopped_actor(bool releasing) { releasing_stopped_actor = releasing; }

@@ -25,6 +25,11 @@ let spawnTargetNanoseconds = 80.0
 let timerLatenessP99TargetNanoseconds: UInt64 = 1_000_000
 /// TimersMemory: heap bytes per active timer.
 let timerMemoryTargetBytes = 200.0
+/// AskLatency targets of the executor issue (14), by row: (p50 ns, mean ns), either may be absent.
+let askLatencyTargets: [String: (p50: Double?, mean: Double?)] = [
+    "Troupe (ask from a task on its executor)": (p50: 400, mean: 600),
+    "Troupe (ask from a task)": (p50: nil, mean: 5_000),
+]
 /// Restart: the row that restart rows are compared with (a fresh actor instead of a restart).
 let restartBaselineSystem = "Troupe (spawn+stop)"
 
@@ -42,9 +47,37 @@ func ratioToNative(_ m: Measurement, baseline: Measurement?) -> Double? {
 /// The one-way Swift form of a workload (AsyncStream), where one is measured.
 let oneWayNativeSystem = "Swift native (AsyncStream)"
 
-/// Targets of Troupe rows (other rows have none).
+/// Native actors on Troupe serial executors (issue 14): on one shared executor, within 1.5× of
+/// Swift's default executor; on one executor each, at least as fast as the native form whose
+/// actors each have a thread of their own.
+func nativeOnTroupeChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] {
+    func rate(of system: String) -> Double? {
+        results.first { $0.workload == m.workload && $0.system == system }?.messagesPerSecond
+    }
+    switch m.system {
+    case BenchSystem.nativeOnTroupeOneExecutor:
+        let ratio = rate(of: BenchSystem.swiftNative).map { m.messagesPerSecond / $0 }
+        return [
+            TargetCheck(
+                figure: ratio.map { "\(fixed($0, 2))× Swift native (default executor)" } ?? "no Swift native row",
+                goal: "≥ 0.67× (within 1.5×)", pass: ratio.map { $0 >= 1 / 1.5 })
+        ]
+    case BenchSystem.nativeOnTroupeTwoExecutors:
+        guard let base = rate(of: BenchSystem.swiftNativeTwoExecutors) else { return [] }
+        let ratio = m.messagesPerSecond / base
+        return [
+            TargetCheck(
+                figure: "\(fixed(ratio, 2))× \(BenchSystem.swiftNativeTwoExecutors)", goal: "≥ 1.0×",
+                pass: ratio >= 1)
+        ]
+    default:
+        return []
+    }
+}
+
+/// Targets of Troupe rows (other rows have none, but native actors on Troupe executors).
 func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] {
-    guard m.isTroupe else { return [] }
+    guard m.isTroupe else { return nativeOnTroupeChecks(m, in: results) }
     let baseline = baseline(for: m, in: results)
     var checks: [TargetCheck] = []
     if m.hasRate && m.workload.hasNativeBaseline {
@@ -97,6 +130,21 @@ func targetChecks(_ m: Measurement, in results: [Measurement]) -> [TargetCheck] 
                 figure: "\(fixed(m.nanosecondsPerMessage, 1)) ns/restart vs "
                     + (base.map { "\(fixed($0.nanosecondsPerMessage, 1)) ns spawn+stop" } ?? "no spawn+stop row"),
                 goal: "restart ≤ spawn+stop", pass: base.map { m.nanosecondsPerMessage <= $0.nanosecondsPerMessage }))
+    case .askLatency:
+        if let goal = askLatencyTargets[m.system], let latency = m.latency {
+            if let p50 = goal.p50 {
+                checks.append(
+                    TargetCheck(
+                        figure: "p50 \(latency.p50) ns", goal: "p50 ≤ \(Int(p50)) ns", pass: Double(latency.p50) <= p50)
+                )
+            }
+            if let mean = goal.mean {
+                checks.append(
+                    TargetCheck(
+                        figure: "mean \(fixed(m.nanosecondsPerMessage, 1)) ns", goal: "mean ≤ \(Int(mean)) ns",
+                        pass: m.nanosecondsPerMessage <= mean))
+            }
+        }
     case .timersLateness:
         let p99 = m.latency?.p99 ?? .max
         checks.append(

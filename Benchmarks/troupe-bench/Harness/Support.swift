@@ -74,6 +74,15 @@ func runBlocking<T: Sendable>(_ what: String = "async workload", _ body: @escapi
     return completion.wait(what)
 }
 
+/// As `runBlocking`, with the task preferring `executor` (a Troupe system's task executor).
+func runBlocking<T: Sendable>(
+    on executor: any TaskExecutor, _ what: String = "async workload", _ body: @escaping @Sendable () async -> T
+) -> T {
+    let completion = Completion<T>()
+    Task.detached(executorPreference: executor) { completion.complete(await body()) }
+    return completion.wait(what)
+}
+
 /// Starts a plain OS thread (not a Troupe worker, not a Swift task) and returns a join handle.
 func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     final class Box: Sendable {

@@ -135,6 +135,14 @@ enum BenchSystem {
     static let troupePrefix = "Troupe"
     /// Two native actors on executors of their own threads: an awaited call is a real hand-over.
     static let swiftNativeTwoExecutors = "Swift native (2 executors)"
+    /// Native actors on Troupe serial executors (issue 14): on one executor shared by the
+    /// actors (no hop, compared with `swiftNative`), and on one each (compared with the
+    /// message-passing native row).
+    static let nativeOnTroupeOneExecutor = "Swift native on Troupe (1 executor)"
+    static let nativeOnTroupeTwoExecutors = "Swift native on Troupe (2 executors)"
+    /// The Savina rows' native form with every actor on a Troupe serial executor of its own
+    /// and the driving tasks on the system's task executor.
+    static let nativeOnTroupeExecutors = "Swift native on Troupe executors"
     /// Where the plain `swiftNative` row passes no message (Swift runs the awaited call on the
     /// caller's thread, without a hop), the native row that does, used as the ratio's baseline.
     static let messagePassingNative: [Workload: String] = [
@@ -145,8 +153,10 @@ enum BenchSystem {
     static let all =
         [
             swiftNative, swiftNativeTwoExecutors, "Swift native (AsyncStream)", "Swift native (async let)", dispatch,
+            nativeOnTroupeOneExecutor, nativeOnTroupeTwoExecutors, nativeOnTroupeExecutors,
             troupe,
-            "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)", "Troupe (askBlocking)",
+            "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)",
+            "Troupe (ask from a task on its executor)", "Troupe (askBlocking)",
         ]
         + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems + restartSystems + timerSystems
 }

@@ -82,6 +82,31 @@ private actor NativeBigNode {
     func clear() { neighbours = [] }
 }
 
+/// The native node on a Troupe serial executor of its own.
+private actor ExecutorBigNode {
+    nonisolated let executor: TroupeSerialExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private var neighbours: [ExecutorBigNode] = []
+    private var random: FastRandom
+    private(set) var received = 0
+
+    init(id: Int, executor: TroupeSerialExecutor) {
+        self.executor = executor
+        random = FastRandom(seed: UInt64(id + 1))
+    }
+
+    func setNeighbours(_ all: [ExecutorBigNode]) { neighbours = all }
+    func ping() { received += 1 }
+
+    func run(pings: Int) async {
+        for _ in 0..<pings {
+            await neighbours[random.next(below: neighbours.count)].ping()
+        }
+    }
+
+    func clear() { neighbours = [] }
+}
+
 private struct DispatchBigState {
     let id: Int
     var pingsLeft: Int
@@ -115,6 +140,37 @@ func bigRows(_ config: BenchConfig) -> [Measurement] {
                 return Measurement(
                     workload: workload, system: BenchSystem.swiftNative, messages: actors * pings, seconds: seconds,
                     allocations: allocations, note: "\(actors) actor loops await neighbours[random].ping()")
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    let onTroupe = BenchSystem.nativeOnTroupeExecutors
+    if let m = benchmark(
+        config, workload, system: onTroupe, family: .native,
+        { pings in
+            let system = troupe.system
+            return runBlocking(on: system.taskExecutor) {
+                let nodes = (0..<actors).map { ExecutorBigNode(id: $0, executor: system.makeSerialExecutor()) }
+                for node in nodes { await node.setNeighbours(nodes) }
+                let stopwatch = Stopwatch()
+                await withTaskGroup(of: Void.self) { group in
+                    for node in nodes { group.addTask { await node.run(pings: pings) } }
+                }
+                let (seconds, allocations) = stopwatch.stop()
+                var received = 0
+                for node in nodes {
+                    received += await node.received
+                    await node.clear()
+                }
+                verifyEqual(received, actors * pings, workload, onTroupe, "pings received")
+                return Measurement(
+                    workload: workload, system: onTroupe, messages: actors * pings, seconds: seconds,
+                    allocations: allocations,
+                    note:
+                        "the native form, each actor on a TroupeSerialExecutor, tasks on the task executor; \(troupe.workersNote)"
+                )
             }
         })
     {

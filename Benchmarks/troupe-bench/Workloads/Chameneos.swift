@@ -140,6 +140,70 @@ private actor NativeMall {
     }
 }
 
+/// The native mall on a Troupe serial executor.
+private actor ExecutorMall {
+    nonisolated let executor: TroupeSerialExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private var meetingsLeft: Int
+    private(set) var meetingsArranged = 0
+    private var waiting: (id: Int, colour: Colour, continuation: UnsafeContinuation<(id: Int, colour: Colour)?, Never>)?
+
+    init(meetings: Int, executor: TroupeSerialExecutor) {
+        self.executor = executor
+        meetingsLeft = meetings
+    }
+
+    /// Returns the partner, or nil once all meetings took place.
+    func meet(id: Int, colour: Colour) async -> (id: Int, colour: Colour)? {
+        if meetingsLeft == 0 { return nil }
+        if let first = waiting {
+            waiting = nil
+            meetingsLeft -= 1
+            meetingsArranged += 1
+            first.continuation.resume(returning: (id, colour))
+            return (first.id, first.colour)
+        }
+        return await withUnsafeContinuation { continuation in
+            waiting = (id, colour, continuation)
+        }
+    }
+}
+
+/// The native form's mall, on Swift's default executor or on a Troupe serial executor.
+private protocol ChameneosMall: Actor {
+    func meet(id: Int, colour: Colour) async -> (id: Int, colour: Colour)?
+    var meetingsArranged: Int { get }
+}
+
+extension NativeMall: ChameneosMall {}
+extension ExecutorMall: ChameneosMall {}
+
+/// The native form: one task per chameneo meets at `mall` until the meetings run out.
+private func meetAll(at mall: some ChameneosMall, chameneos: Int) async -> ChameneosResult {
+    var result = ChameneosResult()
+    await withTaskGroup(of: (meetings: Int, selfMeetings: Int).self) { group in
+        for id in 0..<chameneos {
+            group.addTask {
+                var colour = Colour.initial(id)
+                var count = 0
+                var selfMeetings = 0
+                while let partner = await mall.meet(id: id, colour: colour) {
+                    colour = colour.complement(partner.colour)
+                    count += 1
+                    if partner.id == id { selfMeetings += 1 }
+                }
+                return (count, selfMeetings)
+            }
+        }
+        for await counts in group {
+            result.meetingsCounted += counts.meetings
+            result.selfMeetings += counts.selfMeetings
+        }
+    }
+    result.meetingsArranged = await mall.meetingsArranged
+    return result
+}
+
 // MARK: Dispatch
 
 private struct DispatchMallState {
@@ -172,33 +236,36 @@ func chameneosRows(_ config: BenchConfig) -> [Measurement] {
             runBlocking {
                 let mall = NativeMall(meetings: meetings)
                 let stopwatch = Stopwatch()
-                var result = ChameneosResult()
-                await withTaskGroup(of: (meetings: Int, selfMeetings: Int).self) { group in
-                    for id in 0..<chameneos {
-                        group.addTask {
-                            var colour = Colour.initial(id)
-                            var count = 0
-                            var selfMeetings = 0
-                            while let partner = await mall.meet(id: id, colour: colour) {
-                                colour = colour.complement(partner.colour)
-                                count += 1
-                                if partner.id == id { selfMeetings += 1 }
-                            }
-                            return (count, selfMeetings)
-                        }
-                    }
-                    for await counts in group {
-                        result.meetingsCounted += counts.meetings
-                        result.selfMeetings += counts.selfMeetings
-                    }
-                }
-                result.meetingsArranged = await mall.meetingsArranged
+                let result = await meetAll(at: mall, chameneos: chameneos)
                 let (seconds, allocations) = stopwatch.stop()
                 check(result, meetings, BenchSystem.swiftNative)
                 return Measurement(
                     workload: workload, system: BenchSystem.swiftNative, messages: meetings, seconds: seconds,
                     allocations: allocations,
                     note: "\(chameneos) tasks await mall.meet(); first of a pair parked in a continuation")
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    let onTroupe = BenchSystem.nativeOnTroupeExecutors
+    if let m = benchmark(
+        config, workload, system: onTroupe, family: .native,
+        { meetings in
+            let system = troupe.system
+            return runBlocking(on: system.taskExecutor) {
+                let mall = ExecutorMall(meetings: meetings, executor: system.makeSerialExecutor())
+                let stopwatch = Stopwatch()
+                let result = await meetAll(at: mall, chameneos: chameneos)
+                let (seconds, allocations) = stopwatch.stop()
+                check(result, meetings, onTroupe)
+                return Measurement(
+                    workload: workload, system: onTroupe, messages: meetings, seconds: seconds,
+                    allocations: allocations,
+                    note:
+                        "the native form: the mall on a TroupeSerialExecutor, \(chameneos) tasks on the task executor; \(troupe.workersNote)"
+                )
             }
         })
     {

@@ -10,6 +10,9 @@
 //   switch on the same thread (~10 ns), far cheaper than any one-way form.
 // - Swift native (AsyncStream), the fastest one-way form: the producer yields into an unbounded
 //   AsyncStream drained by a consumer task (shown for reference; 1/10 of the native size).
+// - Swift native on Troupe (1 executor / 2 executors): the native form's two actors on Troupe
+//   serial executors, shared (no hop, compare with Swift native) or one each (every increment
+//   is an awaited round trip through two mailboxes).
 // - Dispatch: the producer thread posts `queue.async { count += 1 }` N times.
 
 import Dispatch
@@ -53,9 +56,69 @@ private actor NativeProducer {
     }
 }
 
+/// The native form's actors on Troupe serial executors.
+private actor ExecutorCounter {
+    nonisolated let executor: TroupeSerialExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private(set) var count = 0
+    init(executor: TroupeSerialExecutor) { self.executor = executor }
+    func increment() { count += 1 }
+}
+
+private actor ExecutorProducer {
+    nonisolated let executor: TroupeSerialExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    /// Written after every call in the crossing form: the loop then needs the producer's
+    /// isolation again after each `await`, so each increment hops there and back (with only a
+    /// local loop, the optimizer drops the hop back and the loop runs on the counter's executor).
+    private var sent = 0
+    init(executor: TroupeSerialExecutor) { self.executor = executor }
+    func run(_ counter: ExecutorCounter, increments: Int) async -> Int {
+        for _ in 0..<increments { await counter.increment() }
+        return await counter.count
+    }
+    func runCrossing(_ counter: ExecutorCounter, increments: Int) async -> Int {
+        for _ in 0..<increments {
+            await counter.increment()
+            sent += 1
+        }
+        return await counter.count
+    }
+}
+
 func countingRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.counting
     var rows: [Measurement] = []
+
+    for shared in [true, false] {
+        let name = shared ? BenchSystem.nativeOnTroupeOneExecutor : BenchSystem.nativeOnTroupeTwoExecutors
+        if let m = benchmark(
+            config, workload, system: name, family: shared ? .native : .dispatch,
+            { n in
+                let system = troupe.system
+                let producerExecutor = system.makeSerialExecutor()
+                let counter = ExecutorCounter(executor: shared ? producerExecutor : system.makeSerialExecutor())
+                let producer = ExecutorProducer(executor: producerExecutor)
+                return runBlocking {
+                    let stopwatch = Stopwatch()
+                    let count =
+                        shared
+                        ? await producer.run(counter, increments: n)
+                        : await producer.runCrossing(counter, increments: n)
+                    let (seconds, allocations) = stopwatch.stop()
+                    verifyEqual(count, n, workload, name, "final count")
+                    return Measurement(
+                        workload: workload, system: name, messages: n, seconds: seconds, allocations: allocations,
+                        note: shared
+                            ? "producer and counter share one TroupeSerialExecutor: awaited calls without a hop"
+                            : "producer and counter on TroupeSerialExecutors of their own; the producer writes its state after each call, so each increment hops there and back; \(troupe.workersNote)"
+                    )
+                }
+            })
+        {
+            rows.append(m)
+        }
+    }
 
     if let m = benchmark(
         config, workload, system: BenchSystem.swiftNative, family: .native,

@@ -79,6 +79,21 @@ private actor NativeFibNode {
     }
 }
 
+/// The native node on a Troupe serial executor of its own (a new one per node, as a new
+/// actor per node in the other forms).
+private actor ExecutorFibNode {
+    nonisolated let executor: TroupeSerialExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    init(system: ActorSystem) { executor = system.makeSerialExecutor() }
+
+    func compute(_ n: Int, system: ActorSystem) async -> Int {
+        if n < 2 { return n }
+        let left = await ExecutorFibNode(system: system).compute(n - 1, system: system)
+        let right = await ExecutorFibNode(system: system).compute(n - 2, system: system)
+        return left + right
+    }
+}
+
 private struct DispatchFibState {
     let parent: QueueActor<DispatchFibState>?
     var pending = 2
@@ -119,6 +134,26 @@ func fibonacciRows(_ config: BenchConfig) -> [Measurement] {
                 return Measurement(
                     workload: workload, system: concurrent, messages: fibonacciNodes(n), seconds: seconds,
                     allocations: allocations, note: "fib(\(n)): async let children, in parallel")
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    let onTroupe = BenchSystem.nativeOnTroupeExecutors
+    if let m = benchmark(
+        config, workload, system: onTroupe, family: .native,
+        { n in
+            let system = troupe.system
+            return runBlocking(on: system.taskExecutor) {
+                let stopwatch = Stopwatch()
+                let value = await ExecutorFibNode(system: system).compute(n, system: system)
+                let (seconds, allocations) = stopwatch.stop()
+                verifyEqual(value, fibonacci(n), workload, onTroupe, "fib(\(n))")
+                return Measurement(
+                    workload: workload, system: onTroupe, messages: fibonacciNodes(n), seconds: seconds,
+                    allocations: allocations,
+                    note: "the native form, a new actor on a new TroupeSerialExecutor per node; \(troupe.workersNote)")
             }
         })
     {

@@ -52,6 +52,15 @@ private actor NativeThroughputWorker {
     func work(_ value: Int) { checksum = mix(checksum, value) }
 }
 
+/// The native worker on a Troupe serial executor of its own.
+private actor ExecutorThroughputWorker {
+    nonisolated let executor: TroupeSerialExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    private(set) var checksum = 0
+    init(executor: TroupeSerialExecutor) { self.executor = executor }
+    func work(_ value: Int) { checksum = mix(checksum, value) }
+}
+
 private struct CreatedWorker: ActorDefinition {
     enum Message: Sendable { case work(Int) }
     let finished: Latch
@@ -93,6 +102,33 @@ func forkJoinThroughputRows(_ config: BenchConfig) -> [Measurement] {
                 return Measurement(
                     workload: workload, system: BenchSystem.swiftNative, messages: actors * perActor, seconds: seconds,
                     allocations: allocations, note: "one task awaits worker.work(m) round robin")
+            }
+        })
+    {
+        rows.append(m)
+    }
+
+    let onTroupe = BenchSystem.nativeOnTroupeExecutors
+    if let m = benchmark(
+        config, workload, system: onTroupe, family: .native,
+        { perActor in
+            let system = troupe.system
+            return runBlocking(on: system.taskExecutor) {
+                let workers = (0..<actors).map { _ in ExecutorThroughputWorker(executor: system.makeSerialExecutor()) }
+                let stopwatch = Stopwatch()
+                for value in 0..<perActor {
+                    for worker in workers { await worker.work(value) }
+                }
+                var total = 0
+                for worker in workers { total &+= await worker.checksum }
+                let (seconds, allocations) = stopwatch.stop()
+                check(total, perActor, onTroupe)
+                return Measurement(
+                    workload: workload, system: onTroupe, messages: actors * perActor, seconds: seconds,
+                    allocations: allocations,
+                    note:
+                        "the native form: one task on the task executor awaits worker.work(m) round robin, each worker on a TroupeSerialExecutor; \(troupe.workersNote)"
+                )
             }
         })
     {

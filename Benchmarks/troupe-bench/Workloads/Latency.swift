@@ -10,7 +10,10 @@
 // - Swift native: a task awaits `actor.ping()` (the native "ask").
 // - Troupe (actor ask): an actor asks with `context.ask(pong, …) { .answer($0) }`; the answer
 //   comes back as a message.
-// - Troupe (ask from a task): a task awaits `try await pong.ask { .ask($0) }` (1/4 of the size).
+// - Troupe (ask from a task): a task on Swift's global executor awaits
+//   `try await pong.ask { .ask($0) }` (1/4 of the size).
+// - Troupe (ask from a task on its executor): the same loop in a task that prefers the system's
+//   task executor, so the reply resumes it on the replying worker.
 // - Troupe (askBlocking): a plain thread blocks in `pong.askBlocking { .ask($0) }` (1/4).
 
 import CBenchSupport
@@ -217,23 +220,42 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
         rows.append(m)
     }
 
+    /// `n` asks of `pong`, one after another, from the calling task.
+    @Sendable func askLoop(_ pong: ActorRef<Pong.Message>, _ n: Int) async -> LatencyResult {
+        var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
+        for _ in 0..<n {
+            let start = CBenchSupport_now_ns()
+            do { result.last = try await pong.ask { .ask($0) } } catch { result.failures += 1 }
+            result.histogram.record(CBenchSupport_now_ns() &- start)
+        }
+        return result
+    }
+
     let taskAsk = "Troupe (ask from a task)"
     if let m = benchmark(
         config, workload, system: taskAsk, family: .troupe, divisor: 4,
         { n in
             let pong = troupe.system.spawn(Pong())
             defer { pong.stop() }
-            return latencyRow(workload, taskAsk, n, "try await pong.ask { .ask($0) } from a task") {
-                runBlocking {
-                    var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
-                    for _ in 0..<n {
-                        let start = CBenchSupport_now_ns()
-                        do { result.last = try await pong.ask { .ask($0) } } catch { result.failures += 1 }
-                        result.histogram.record(CBenchSupport_now_ns() &- start)
-                    }
-                    return result
-                }
-            }
+            return latencyRow(
+                workload, taskAsk, n, "try await pong.ask { .ask($0) } from a task on Swift's global executor"
+            ) { runBlocking { await askLoop(pong, n) } }
+        })
+    {
+        rows.append(m)
+    }
+
+    let executorAsk = "Troupe (ask from a task on its executor)"
+    if let m = benchmark(
+        config, workload, system: executorAsk, family: .troupe,
+        { n in
+            let system = troupe.system
+            let pong = system.spawn(Pong())
+            defer { pong.stop() }
+            return latencyRow(
+                workload, executorAsk, n,
+                "try await pong.ask { .ask($0) } from a task preferring system.taskExecutor; \(troupe.workersNote)"
+            ) { runBlocking(on: system.taskExecutor) { await askLoop(pong, n) } }
         })
     {
         rows.append(m)

@@ -10,6 +10,11 @@
 //   (`ThreadExecutor`), and Ping stores each answer in its own state, so each call really
 //   hands a job to the other thread and back: the native form that passes messages, and the
 //   baseline of the Troupe row's ratio.
+// - Swift native on Troupe (2 executors): the same two actors, each on a TroupeSerialExecutor
+//   of its own: each call is a job through a Troupe mailbox and back (compare with the
+//   2-executor row above).
+// - Swift native on Troupe (1 executor): both actors on one TroupeSerialExecutor: Swift makes
+//   the call without a hop, as on its default executor (compare with Swift native).
 // - Dispatch: ping queue `async`s to the pong queue, which `async`s back.
 
 import Dispatch
@@ -58,13 +63,14 @@ private actor NativePong {
     }
 }
 
-/// The actors of the 2-executor row: the same calls, on executors of their own threads.
-private actor HoppingPong {
-    nonisolated let executor: ThreadExecutor
+/// The actors of the executor rows: the same calls, on the executors they are given (threads of
+/// their own, or Troupe serial executors).
+private actor HoppingPong<Executor: SerialExecutor> {
+    nonisolated let executor: Executor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private var count = 0
 
-    init(executor: ThreadExecutor) { self.executor = executor }
+    init(executor: Executor) { self.executor = executor }
 
     func ping() -> Int {
         count += 1
@@ -72,16 +78,16 @@ private actor HoppingPong {
     }
 }
 
-private actor HoppingPing {
-    nonisolated let executor: ThreadExecutor
+private actor HoppingPing<Executor: SerialExecutor> {
+    nonisolated let executor: Executor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-    private let pong: HoppingPong
+    private let pong: HoppingPong<Executor>
     /// Written after every call: the loop needs Ping's isolation again after each `await`, so
     /// each round trip hops back. (With only a local variable, the optimizer drops the hop back
     /// and the whole loop runs on Pong's executor: one hop in total.)
     private var seen = 0
 
-    init(executor: ThreadExecutor, pong: HoppingPong) {
+    init(executor: Executor, pong: HoppingPong<Executor>) {
         self.executor = executor
         self.pong = pong
     }
@@ -148,6 +154,33 @@ func pingPongRows(_ config: BenchConfig) -> [Measurement] {
         })
     {
         rows.append(m)
+    }
+
+    for shared in [false, true] {
+        let name = shared ? BenchSystem.nativeOnTroupeOneExecutor : BenchSystem.nativeOnTroupeTwoExecutors
+        if let m = benchmark(
+            config, workload, system: name, family: shared ? .native : .troupe,
+            { n in
+                let system = troupe.system
+                let pingExecutor = system.makeSerialExecutor()
+                let pong = HoppingPong(executor: shared ? pingExecutor : system.makeSerialExecutor())
+                let ping = HoppingPing(executor: pingExecutor, pong: pong)
+                return runBlocking {
+                    let stopwatch = Stopwatch()
+                    let last = await ping.run(roundTrips: n)
+                    let (seconds, allocations) = stopwatch.stop()
+                    verifyEqual(last, n, workload, name, "round trips seen by Pong")
+                    return Measurement(
+                        workload: workload, system: name, messages: n, seconds: seconds, allocations: allocations,
+                        note: shared
+                            ? "Ping and Pong share one TroupeSerialExecutor: Swift calls without a hop, as on its default executor"
+                            : "Ping and Pong on TroupeSerialExecutors of their own: each call a job through a mailbox and back; \(troupe.workersNote)"
+                    )
+                }
+            })
+        {
+            rows.append(m)
+        }
     }
 
     if let m = benchmark(

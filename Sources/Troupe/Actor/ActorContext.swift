@@ -122,14 +122,15 @@ public struct ActorContext<Message: Sendable> {
         return cell.system.spawnRef(runnable(), factory: runnable, options: options, parent: cell)
     }
 
-    /// Runs `work` off the actor (as a Swift task) and sends `message(result)` back to it, so
-    /// the result is handled like any other message, on the actor, in order.
+    /// Runs `work` off the actor (as a Swift task on the system's ``ActorSystem/taskExecutor``,
+    /// so that it and its continuations run on the workers) and sends `message(result)` back to
+    /// it, so the result is handled like any other message, on the actor, in order.
     public func run<Value: Sendable>(
         _ work: @escaping @Sendable () async throws -> Value,
         then message: @escaping @Sendable (Result<Value, any Error>) -> Message
     ) {
         let me = ref
-        Task {
+        Task(executorPreference: cell.system.taskExecutor) {
             let result: Result<Value, any Error>
             do { result = .success(try await work()) } catch { result = .failure(error) }
             me.tell(message(result))

@@ -35,6 +35,7 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
     /// ``ActorSystem/Configuration/askTimeout``), `.recipientStopped`, `.noReply` as soon as the
     /// handler drops the reply unanswered, `.undeliverable` when the request is dead-lettered,
     /// `.failed` when the handler answers with an error. Never hangs without one of these.
+    @inlinable
     nonisolated(nonsending)
         public func ask<Value: Sendable>(
             timeout: Duration? = nil,

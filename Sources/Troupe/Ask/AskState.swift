@@ -12,8 +12,8 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication
     /// `installed`. At least one of them sees the other and completes the ask. (Here, in the
     /// non-generic base, because a stored `Atomic` of a generic class costs a metadata lookup
     /// of `Atomic<Bool>` per ask when the class is instantiated.)
-    let installed = Atomic<Bool>(false)
-    let cancelRequested = Atomic<Bool>(false)
+    @usableFromInline let installed = Atomic<Bool>(false)
+    @usableFromInline let cancelRequested = Atomic<Bool>(false)
     /// The ask's time limit in nanoseconds, converted once (a `Duration`'s conversion costs
     /// a 128-bit division).
     let timeoutNanoseconds: Int64
@@ -84,6 +84,7 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
     }
 
     /// An awaiting ask; its continuation comes with ``install(_:)``.
+    @usableFromInline
     convenience init(limit: AskLimit) { self.init(limit: limit, waiter: .none) }
 
     @usableFromInline
@@ -118,7 +119,8 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
 
     /// The awaiting task, before the request is sent. Returns false when the task was
     /// cancelled meanwhile: the ask is then completed with ``AskError/cancelled`` and the
-    /// request must not be sent.
+    /// request must not be sent. Inlinable for the same reason as ``complete(_:)``.
+    @inlinable
     final func install(_ continuation: UnsafeContinuation<Completion, Never>) -> Bool {
         waiterSlot.pointee = .continuation(continuation)
         installed.store(true, ordering: .sequentiallyConsistent)
@@ -128,6 +130,7 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
     }
 
     /// The awaiting task was cancelled (any thread): end the ask now; a late answer is dropped.
+    @inlinable
     final func cancel() {
         cancelRequested.store(true, ordering: .sequentiallyConsistent)
         if installed.load(ordering: .sequentiallyConsistent) { complete(.failure(.cancelled)) }

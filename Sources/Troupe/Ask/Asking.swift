@@ -5,7 +5,10 @@ internal import CTroupe
 @usableFromInline
 enum Asking {
     /// Suspends until the ask completes (answer, error, timeout, drop, failed delivery, or the
-    /// awaiting task's cancellation).
+    /// awaiting task's cancellation). Inlinable, like ``callback(_:timeout:onReply:send:)``:
+    /// unspecialised, an ask from a task looked up the metadata of `Result`, `AskState` and
+    /// `Reply` for its `Value`, about 1,650 instructions per ask.
+    @inlinable
     nonisolated(nonsending)
         static func await<Value: Sendable>(
             _ system: ActorSystem, timeout: Duration?,

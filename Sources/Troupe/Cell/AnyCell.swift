@@ -69,7 +69,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// system's live-actor list, which holds it, and only its own turn takes it off (`stopNow`,
     /// which then retains it for the rest of the turn: `Worker.retainIfRunningUnretained`), so
     /// the cell outlives every entry placed before that turn. A stopped cell, scheduled to
-    /// dead-letter late messages, has no such holder: its entries carry a retain.
+    /// dead-letter late messages, has no such holder: its entries carry a retain. Neither has a
+    /// cell that was never on the list (the `unlisted` bit: a Swift executor's job lane, held
+    /// by its executor): its entries always carry one.
     @exclusivity(unchecked) final var entryRetained = false
     /// Links of the system's ``LiveActors`` list, unretained (the list holds one retain per
     /// member); protected by the system's `liveActors` lock.
@@ -129,10 +131,12 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
 
     /// Makes the run-queue or next-slot entry of a cell whose scheduling right the caller just
-    /// won: retained only when the actor has stopped (see ``entryRetained``).
+    /// won: retained only when the actor has stopped or the cell is not on the live-actor list
+    /// (see ``entryRetained``).
     @inline(__always)
     final func makeEntry() -> Unmanaged<AnyCell> {
-        if _slowPath(isStopped) {
+        let bits = Lifecycle(rawValue: lifecycle.load(ordering: .acquiring))
+        if _slowPath(!bits.isDisjoint(with: [.stopped, .unlisted])) {
             entryRetained = true
             return Unmanaged.passRetained(self)
         }
@@ -151,6 +155,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         }
     }
     var isStopped: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.stopped) }
+    /// Whether this cell is a Swift executor's job lane (the `unlisted` bit).
+    var isJobLane: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.unlisted) }
     var isStoppedOrAbandoned: Bool {
         !Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).isDisjoint(with: [.stopped, .abandoned])
     }

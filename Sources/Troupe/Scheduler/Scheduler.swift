@@ -22,6 +22,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     private let terminated = Atomic<Bool>(false)
     private let dedicated = Locked<[Worker]>([])
     private let name: String
+    /// Runs job lanes scheduled after termination.
+    private let lateRunner: LateRunner
     /// The shared workers' run queues, for polling, stealing and external placement without
     /// reference counting (spinning workers and senders would otherwise contend on the
     /// array's and the workers' reference counts). Immutable after init.
@@ -60,6 +62,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         }
         self.name = name
         self.batchSize = batchSize
+        self.lateRunner = LateRunner(name: name, batchSize: batchSize)
         let cpus = Threads.allowedCPUs()
         var created: [Worker] = []
         self.workersStorage = []
@@ -101,6 +104,16 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     var shared: [Worker] { workersStorage }
 
     var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+    /// Whether the workers have ended: from then on cells run on the thread that schedules them.
+    var hasTerminated: Bool { terminated.load(ordering: .sequentiallyConsistent) }
+
+    /// The index of the calling thread's shared worker, when it is one of this scheduler's.
+    func currentSharedWorkerIndex() -> Int? {
+        guard let raw = CTroupe_current_worker() else { return nil }
+        return Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker in
+            worker.isShared && worker.belongs(to: self) ? worker.index : nil
+        }
+    }
 
     /// Places a cell whose scheduling right the caller just won. Any thread.
     func schedule(_ cell: AnyCell) {
@@ -275,6 +288,11 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         while let entry = Worker.pop(queue) {
             // A strong reference for the whole drain; the entry's own retain, if any, goes.
             let cell = entry.takeUnretainedValue()
+            if cell.isJobLane {
+                // Swift jobs never run inside the code that enqueued them (see LateRunner).
+                lateRunner.submit(entry)
+                continue
+            }
             if cell.entryRetained { entry.release() }
             while cell.runTurn(buffer: buffer, limit: batchSize) {}
         }

@@ -89,6 +89,9 @@ public final class ActorSystem: Sendable {
     }
     private let shutdownStarted = Atomic<Bool>(false)
     private let everyoneStopped = EventCount()
+    /// The task executor, made on first use; dropped when shutdown finishes (its lanes hold the
+    /// system, so keeping it would be a reference cycle). Tasks that prefer it own it.
+    let taskExecutorSlot = Locked<TroupeTaskExecutor?>(nil)
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -228,6 +231,9 @@ public final class ActorSystem: Sendable {
     }
 
     func nextActorID() -> UInt64 { actorIDs.add(1, ordering: .relaxed).newValue }
+
+    /// Whether the workers have ended (the last step of shutdown).
+    var schedulerHasTerminated: Bool { schedulerHandle._withUnsafeGuaranteedRef { $0.hasTerminated } }
 
     // MARK: Live actors and death watch
 
@@ -411,6 +417,7 @@ public final class ActorSystem: Sendable {
         // is freed with its last user reference.
         hooks.removeAll()
         deadLetters.removeAllObservers()
+        taskExecutorSlot.withLock { $0 = nil }
         everyoneStopped.notify(all: true)
     }
 

@@ -1,0 +1,46 @@
+import Synchronization
+
+/// A Swift `TaskExecutor` that runs tasks on an actor system's pinned workers: use
+/// ``ActorSystem/taskExecutor`` with `Task(executorPreference:)` or
+/// `withTaskExecutorPreference`. ``ActorContext/run(_:then:)`` uses it, so async work started by
+/// a handler stays on the workers.
+///
+/// It has one lane (a Troupe cell) per shared worker. A job enqueued on a worker goes to that
+/// worker's lane, which the worker runs right after its current turn: a task awaiting an ask
+/// is resumed by the replying worker without a futex wake-up or a thread switch. A job
+/// enqueued from any other thread goes to the lanes round robin. A lane's jobs run one at a
+/// time, at most ``ActorSystem/Configuration/batchSize`` per turn, and an idle worker can take
+/// a whole lane from a busy one, not a single job: a job that blocks holds up the jobs queued
+/// behind it in its lane (use a dedicated thread for blocking work).
+///
+/// After the system has shut down, jobs run on a thread the system starts for them (never inside
+/// the code that enqueued them; the system logs a warning once); none is dropped.
+///
+/// Thread-safety: every method may be called from any thread.
+public final class TroupeTaskExecutor: TaskExecutor {
+    let lanes: [JobLane]
+    private unowned(unsafe) let system: ActorSystem  // the system owns its task executor
+    private let nextLane = Atomic<Int>(0)
+
+    init(system: ActorSystem, laneCount: Int) {
+        self.system = system
+        lanes = (0..<laneCount).map { _ in JobLane(system: system) }
+        let identity = Unmanaged.passUnretained(self).toOpaque()
+        for lane in lanes { lane.serve(.task(UnownedTaskExecutor(ordinary: self), identity: identity)) }
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let index =
+            system.scheduler.currentSharedWorkerIndex()
+            ?? Int(
+                bitPattern: UInt(bitPattern: nextLane.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(lanes.count))
+        lanes[index].enqueue(UnownedJob(job), withTaskExecutor: true)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Jobs this executor has run.
+    public var jobsRun: Int { lanes.reduce(0) { $0 + $1.jobsRun.load(ordering: .relaxed) } }
+}
