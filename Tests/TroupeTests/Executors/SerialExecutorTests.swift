@@ -1,4 +1,5 @@
 import CTroupe
+import Distributed
 import Synchronization
 import Testing
 import TroupeTestSupport
@@ -182,5 +183,32 @@ actor Matchmaker {
         await system.shutdown()
         await actor.increment()
         #expect(await actor.total == 2)
+    }
+}
+
+/// A distributed actor's executor must be reachable without its state (stored properties of a
+/// distributed actor are isolated): here one Troupe executor shared by every `Greeter`, on a
+/// system that lives as long as the test process.
+enum DistributedExecutors {
+    static let system = ActorSystem(configuration: .init(name: "distributed", workerCount: 1, logger: quietLogger))
+    static let shared = system.makeSerialExecutor()
+}
+
+distributed actor Greeter {
+    typealias ActorSystem = LocalTestingDistributedActorSystem
+    nonisolated var unownedExecutor: UnownedSerialExecutor { DistributedExecutors.shared.asUnownedSerialExecutor() }
+
+    distributed func greet(_ name: String) -> String {
+        DistributedExecutors.shared.checkIsolated()
+        return CTroupe_current_worker() != nil ? "hello \(name), from a worker" : "off the workers"
+    }
+}
+
+@Suite struct DistributedActorOnTroupeTests {
+    @Test func aDistributedActorsCallsRunOnTheWorkers() async throws {
+        let greeter = Greeter(actorSystem: LocalTestingDistributedActorSystem())
+        let before = DistributedExecutors.shared.jobsRun
+        #expect(try await greeter.greet("you") == "hello you, from a worker")
+        #expect(DistributedExecutors.shared.jobsRun > before)
     }
 }
