@@ -158,11 +158,13 @@ import TroupeTestSupport
     }
 
     /// Cancelling the asking task ends its ask at once with `.cancelled` (the ask timeout is
-    /// 60 s); the request stays sent, and its late answer is discarded.
-    @Test func cancellingTheAskingTaskEndsTheAskAtOnce() async throws {
+    /// 60 s); the request stays sent, and its late answer is discarded. The same for a task on
+    /// Swift's global executor and one on the system's task executor.
+    @Test(arguments: [false, true])
+    func cancellingTheAskingTaskEndsTheAskAtOnce(onTheWorkers: Bool) async throws {
         try await withTestSystem { system in
             let server = system.spawn(AskServer())
-            let asking = Task {
+            let asking = Task(executorPreference: onTheWorkers ? system.taskExecutor : nil) {
                 await askResult { try await server.ask(timeout: .seconds(60)) { AskServer.Message.hold($0) } as Int }
             }
             var seen = 0
