@@ -19,7 +19,7 @@ import Synchronization
 /// Thread-safety: every method may be called from any thread.
 public final class TroupeTaskExecutor: TaskExecutor {
     let lanes: [JobLane]
-    private unowned(unsafe) let system: ActorSystem  // the system owns its task executor
+    private unowned(unsafe) let system: ActorSystem  // outlives this executor: every lane holds it
     private let nextLane = Atomic<Int>(0)
 
     init(system: ActorSystem, laneCount: Int) {

@@ -92,6 +92,8 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // slots
 
     /// Sends a request to the member the routing picks (with ``PoolRouting/broadcast``: the next
     /// member in turn) and waits for its answer; fails like ``ActorRef/ask(timeout:_:)``.
+    /// Inlinable like it, so that the ask's types come from the caller's metadata caches.
+    @inlinable
     nonisolated(nonsending)
         public func ask<Value: Sendable>(
             timeout: Duration? = nil,
@@ -153,7 +155,8 @@ public final class ActorPool<Message: Sendable>: @unchecked Sendable {  // slots
     /// Routes a request once it is built (consistent hashing needs the message), then sends it
     /// exactly as ``ActorRef`` does: the envelope owns one retain of the ask state, which the
     /// cell gives back when it handles or dead-letters the envelope.
-    private func send<Value>(_ message: consuming Message, state: AskState<Value>) {
+    @usableFromInline
+    func send<Value>(_ message: consuming Message, state: AskState<Value>) {
         let index = route(message)
         slots[index].ref.sendAsk(message, state: state)
     }
