@@ -50,19 +50,21 @@ public func withTestSystem(
 public let quietLogger = Logger(label: "troupe-test", factory: { _ in SwiftLogNoOpLogHandler() })
 
 /// A logger that keeps every message, for tests that check what the runtime logs.
-public func recordingLogger(into recorder: Recorder<LogRecord>) -> Logger {
-    Logger(label: "troupe-test", factory: { _ in RecordingLogHandler(recorder: recorder) })
+public func recordingLogger(into recorder: Recorder<LogRecord>, level: Logger.Level = .trace) -> Logger {
+    Logger(label: "troupe-test", factory: { _ in RecordingLogHandler(recorder: recorder, logLevel: level) })
 }
 
 public struct LogRecord: Sendable {
     public let level: Logger.Level
     public let message: String
+    /// The handler's and the record's metadata, merged.
+    public let metadata: Logger.Metadata
 }
 
 private struct RecordingLogHandler: LogHandler {
     let recorder: Recorder<LogRecord>
     var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
+    var logLevel: Logger.Level
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -70,6 +72,7 @@ private struct RecordingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        recorder.append(LogRecord(level: event.level, message: "\(event.message)"))
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        recorder.append(LogRecord(level: event.level, message: "\(event.message)", metadata: merged))
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 /// What to do after a handler failed (threw, or called ``ActorContext/crash(_:)``).
 ///
 /// ```swift
@@ -78,6 +79,14 @@ public struct ActorFailure: Sendable, CustomStringConvertible {
     public let wasRetry: Bool
 
     public var description: String { "\(actor) failed (#\(failureCount)): \(error)" }
+
+    /// The failure as structured log metadata: `actor`, `error`, `failures`, `retry`.
+    public var logMetadata: Logger.Metadata {
+        [
+            "actor": "\(actor)", "error": "\(error)", "failures": "\(failureCount)",
+            "retry": "\(wasRetry)",
+        ]
+    }
 }
 
 /// Decides what happens after a failure; called on the failing actor's worker thread. This is

@@ -14,8 +14,8 @@ extension ActorCell {
         var directive = decider(failure)
         if directive.action == .restart && !isRestartable {
             system.logger.error(
-                "\(failure); restart requested but the actor was spawned without a factory (use spawn(options:factory:)); stopping"
-            )
+                "actor failed and its decider asked for a restart, but it was spawned without a factory (use spawn(options:factory:)); stopping it",
+                metadata: failure.logMetadata)
             directive = .stop
         }
         system.hooks.actorFailed(failure, directive)
@@ -29,18 +29,20 @@ extension ActorCell {
         }
         switch directive.action {
         case .resume:
-            system.logger.warning("\(failure); resuming")
+            system.logger.warning("actor failed; resuming it", metadata: failure.logMetadata)
         case .stop:
-            system.logger.error("\(failure); stopping the actor")
+            system.logger.error("actor failed; stopping it", metadata: failure.logMetadata)
             stopNow(.failed(error))
         case .restart:
             if directive.restartDelay > .zero, let resume = system.suspend(self, for: directive.restartDelay) {
-                system.logger.warning("\(failure); restarting in \(directive.restartDelay)")
+                var metadata = failure.logMetadata
+                metadata["delay"] = "\(directive.restartDelay)"
+                system.logger.warning("actor failed; restarting it after a delay", metadata: metadata)
                 extras.suspension = (error, resume)
                 flags.insert(.suspended)
                 return
             }
-            system.logger.warning("\(failure); restarting")
+            system.logger.warning("actor failed; restarting it", metadata: failure.logMetadata)
             replaceInstance(reason: error)
             retryFailingMessage()
         }
@@ -56,7 +58,9 @@ extension ActorCell {
         let request = config?.takeRestartRequest()
         let reason: any Error = request?.reason ?? RestartRequested()
         if let delay = request?.delay, delay > .zero, let resume = system.suspend(self, for: delay) {
-            system.logger.info("\(address): restart requested (\(reason)); restarting in \(delay)")
+            system.logger.info(
+                "restart requested; restarting after a delay",
+                metadata: ["actor": "\(address)", "reason": "\(reason)", "delay": "\(delay)"])
             extrasCreatingIfNeeded.suspension = (reason, resume)
             flags.insert(.suspended)
             return true

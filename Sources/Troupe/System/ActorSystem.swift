@@ -59,7 +59,7 @@ public final class ActorSystem: Sendable {
 
     public let configuration: Configuration
     /// Every message that could not be delivered, counted by reason.
-    public let deadLetters = DeadLetterOffice()
+    public let deadLetters: DeadLetterOffice
     /// Runtime hooks (actor started, stopped, failed; dead letters) for plugins and monitoring.
     public let hooks = SystemHooks()
     /// Registered actor providers and loaded plugins (see ``SystemBuilder``).
@@ -95,6 +95,7 @@ public final class ActorSystem: Sendable {
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+        deadLetters = DeadLetterOffice(logger: configuration.logger)
         let workers = configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
         scheduler = Scheduler(
             name: configuration.name, workerCount: workers, pin: configuration.pinWorkers,
@@ -216,7 +217,8 @@ public final class ActorSystem: Sendable {
             // Shutting down: the actor never runs; everything sent to it is dead-lettered.
             cell.stopBeforeStarting()
             if let dedicated = config?.dedicated { scheduler.retireDedicated(dedicated) }
-            logger.warning("spawn during shutdown: \(cell.address) is stopped at once")
+            logger.warning(
+                "spawn during shutdown: the actor is stopped at once", metadata: ["actor": "\(cell.address)"])
             return
         }
         config?.selfInvalidation?.holdForSpawner(cell)

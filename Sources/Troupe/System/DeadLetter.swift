@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// Why a message could not be delivered.
@@ -49,4 +50,13 @@ public struct DeadLetter: Sendable, CustomStringConvertible {
     public let reason: DeadLetterReason
 
     public var description: String { "dead letter to \(recipient): \(type(of: message)) (\(reason))" }
+
+    /// The dead letter as structured log metadata: `recipient`, `reason` (the kind),
+    /// `detail` (the reason's description) and `message_type`.
+    public var logMetadata: Logger.Metadata {
+        [
+            "recipient": "\(recipient)", "reason": "\(reason.kind)", "detail": "\(reason)",
+            "message_type": "\(type(of: message))",
+        ]
+    }
 }

@@ -1,6 +1,8 @@
+import Logging
 import Synchronization
 
-/// Counts every dead letter of a system and tells observers about each one.
+/// Counts every dead letter of a system, tells observers about each one, and logs each one at
+/// `debug` level with structured metadata (`recipient`, `reason`, `detail`, `message_type`).
 ///
 /// Thread-safety: counters are atomics; observers are called synchronously on the thread that
 /// dead-letters the message (a worker, or a sender), so they must be quick and must not block.
@@ -11,8 +13,15 @@ public final class DeadLetterOffice: Sendable {
     private let shutdown = Atomic<Int>(0)
     private let failed = Atomic<Int>(0)
     private let observers = ObserverList<@Sendable (DeadLetter) -> Void>()
+    private let logger: Logger
+    /// Whether `logger` emits `debug` records (read once: a logger's level is fixed when the
+    /// system is configured).
+    private let logsEachLetter: Bool
 
-    init() {}
+    init(logger: Logger) {
+        self.logger = logger
+        logsEachLetter = logger.logLevel <= .debug
+    }
 
     /// Dead letters so far, all reasons.
     public var total: Int { DeadLetterReason.Kind.allCases.reduce(0) { $0 + count($1) } }
@@ -51,8 +60,9 @@ public final class DeadLetterOffice: Sendable {
         _ reason: DeadLetterReason, recipient: @autoclosure () -> ActorAddress, message: @autoclosure () -> any Sendable
     ) {
         increment(reason.kind)
-        guard !observers.isEmpty else { return }
+        guard !observers.isEmpty || logsEachLetter else { return }
         let letter = DeadLetter(message: message(), recipient: recipient(), reason: reason)
+        if logsEachLetter { logger.debug("dead letter", metadata: letter.logMetadata) }
         observers.forEach { $0(letter) }
     }
 

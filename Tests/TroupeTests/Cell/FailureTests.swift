@@ -108,6 +108,30 @@ import TroupeTestSupport
         }
     }
 
+    /// Failures are logged with structured metadata, not interpolated into the message.
+    @Test func aFailureIsLoggedWithTheActorTheErrorAndTheCount() async throws {
+        let logs = Recorder<LogRecord>()
+        try await withTestSystem(logger: recordingLogger(into: logs)) { system in
+            let actor = system.spawn(
+                Fragile(), options: SpawnOptions(name: "fragile", failureDecider: { _ in .resume }))
+            actor.tell(.fail("first"))
+            actor.tell(.fail("second"))
+            let total = try await actor.ask { Fragile.Message.total($0) }
+            #expect(total == 0)
+            let failures = logs.values.filter { $0.message == "actor failed; resuming it" }
+            #expect(failures.count == 2)
+            #expect(failures.allSatisfy { $0.level == .warning })
+            #expect(failures.map { $0.metadata["failures"].map { "\($0)" } } == ["1", "2"])
+            #expect(failures.allSatisfy { "\($0.metadata["actor"] ?? "")".hasPrefix("fragile#") })
+            #expect(
+                failures.allSatisfy {
+                    "\($0.metadata["error"] ?? "")".contains("first")
+                        || "\($0.metadata["error"] ?? "")".contains("second")
+                })
+            #expect(failures.allSatisfy { $0.metadata["retry"] == "false" })
+        }
+    }
+
     @Test func perActorDeciderOverridesTheSystemDecider() async throws {
         try await withTestSystem(failureDecider: { _ in .resume }) { system in
             let systemDecided = system.spawn(Fragile())

@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 import Testing
 import Troupe
@@ -5,6 +6,31 @@ import TroupeTestSupport
 
 /// The dead-letter office: counts per reason, totals, observers.
 @Suite struct DeadLetterTests {
+    /// Each dead letter is logged at `debug` with structured metadata, when the system's logger
+    /// emits `debug`; at the default `info` level nothing is logged (and nothing is boxed).
+    @Test(arguments: [Logger.Level.debug, .info])
+    func deadLettersAreLoggedWithMetadataAtDebugLevel(level: Logger.Level) async throws {
+        let logs = Recorder<LogRecord>()
+        try await withTestSystem(logger: recordingLogger(into: logs, level: level)) { system in
+            let stopped = system.spawn(Probe<Int>(), options: SpawnOptions(name: "gone"))
+            stopped.stop()
+            await waitUntil("stopped") { stopped.isStopped }
+            #expect(stopped.tell(7) == .deadLettered(.recipientStopped))
+            let letters = logs.values.filter { $0.message == "dead letter" }
+            if level == .debug {
+                #expect(letters.count == 1)
+                let metadata = letters.first?.metadata ?? [:]
+                #expect(metadata["reason"] == "recipientStopped")
+                #expect(metadata["detail"] == "recipient stopped")
+                #expect(metadata["message_type"] == "Int")
+                #expect(metadata["recipient"].map { "\($0)".hasPrefix("gone#") } == true, "\(metadata)")
+                #expect(letters.first?.level == .debug)
+            } else {
+                #expect(letters.isEmpty)
+            }
+        }
+    }
+
     @Test func countsEveryReasonSeparatelyAndInTheTotal() async throws {
         let system = makeTestSystem()
         // recipientStopped: 2
