@@ -92,7 +92,7 @@ actor Matchmaker {
     @Test(arguments: [false, true])
     func anAwaitThatStaysOnTheActorDoesNotLetOthersIn(tasksPreferTheWorkers: Bool) async throws {
         try await withTestSystem { system in
-            let matchmaker = Matchmaker(pairs: 2_000, executor: system.makeSerialExecutor())
+            let matchmaker = Matchmaker(pairs: 500, executor: system.makeSerialExecutor())
             let done = AtomicCounter()
             let callers = 8
             for id in 0..<callers {
@@ -101,7 +101,9 @@ actor Matchmaker {
                     done.increment()
                 }
             }
-            let finished = await waitUntil(timeout: .seconds(20), "every caller finished") { done.value == callers }
+            // Generous: the global-executor case needs Swift's 2-thread cooperative pool, which
+            // the other suites running in parallel can keep busy for seconds (seen in CI).
+            let finished = await waitUntil(timeout: .seconds(90), "every caller finished") { done.value == callers }
             #expect(finished, "\(done.value) of \(callers) callers finished")
         }
     }
