@@ -68,9 +68,19 @@ public struct FetchFlow<Key: Sendable, Value: Sendable>: Sendable {
         let (load, source, save) = (loadFromPersistence, self.source, saveToPersistence)
         @Sendable func watched(_ step: FetchStep, _ key: Key, _ run: () -> Promise<Value>) -> Promise<Value> {
             observer(.started(step, key: key))
-            return run().then(
-                { observer(.succeeded(step, key: key, value: $0)) },
-                { observer(.failed(step, key: key, error: $0)) })
+            // A promise of its own, completed after the observer ran: the next step waits on it,
+            // so it cannot start before the observer has seen this one end (with `then`, which
+            // returns the same promise, the two callbacks raced when the step completed on
+            // another thread while the flow was still chaining).
+            let observed = Promise<Value>()
+            run().whenComplete { outcome in
+                switch outcome {
+                case .success(let value): observer(.succeeded(step, key: key, value: value))
+                case .failure(let error): observer(.failed(step, key: key, error: error))
+                }
+                observed.complete(outcome)
+            }
+            return observed
         }
         loadFromPersistence = { key in watched(.loadFromPersistence, key) { load(key) } }
         self.source = { key in watched(.source, key) { source(key) } }

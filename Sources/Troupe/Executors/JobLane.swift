@@ -37,7 +37,8 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
     /// The executor this lane serves (unowned: the executor owns the lane, and a job enqueued on
     /// an executor keeps it alive until the job has run, by Swift's contract).
     private(set) var executor: Executor?
-    /// Jobs that ran on this lane (relaxed; for tests and introspection).
+    /// Jobs this lane has taken to run (counted per batch, before the batch runs; relaxed; for
+    /// tests and introspection).
     let jobsRun = Atomic<Int>(0)
     /// Whether a job arrived after the system's workers ended (logged once).
     private let warnedAfterTermination = Atomic<Bool>(false)
@@ -80,6 +81,8 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
             let requested = limit - handled
             let count = popEnvelopes(into: buffer, capacity: requested)
             if count == 0 { break }
+            // Counted before they run, so that whoever sees a job's effect also sees it counted.
+            jobsRun.add(count, ordering: .relaxed)
             for index in 0..<count {
                 let travelling = Envelope(
                     raw: buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self)
@@ -104,7 +107,6 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
             handled += count
             if count < requested { break }
         }
-        jobsRun.add(handled, ordering: .relaxed)
         return finishTurn()
     }
 
