@@ -19,22 +19,29 @@ import Synchronization
 /// Thread-safety: every method may be called from any thread.
 public final class TroupeTaskExecutor: TaskExecutor {
     let lanes: [JobLane]
-    private unowned(unsafe) let system: ActorSystem  // outlives this executor: every lane holds it
+    /// The lanes and the system, borrowed on every enqueue rather than retained (a retain per
+    /// job would contend with every other thread touching their reference counts). `lanes`
+    /// holds the lanes; every lane holds the system.
+    private let laneRefs: [Unmanaged<JobLane>]
+    private let system: Unmanaged<ActorSystem>
     private let nextLane = Atomic<Int>(0)
 
     init(system: ActorSystem, laneCount: Int) {
-        self.system = system
+        self.system = Unmanaged.passUnretained(system)
         lanes = (0..<laneCount).map { _ in JobLane(system: system) }
+        laneRefs = lanes.map { Unmanaged.passUnretained($0) }
         let identity = Unmanaged.passUnretained(self).toOpaque()
         for lane in lanes { lane.serve(.task(UnownedTaskExecutor(ordinary: self), identity: identity)) }
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let index =
-            system.scheduler.currentSharedWorkerIndex()
+            system._withUnsafeGuaranteedRef { $0.currentSharedWorkerIndex() }
             ?? Int(
-                bitPattern: UInt(bitPattern: nextLane.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(lanes.count))
-        lanes[index].enqueue(UnownedJob(job), withTaskExecutor: true)
+                bitPattern: UInt(bitPattern: nextLane.wrappingAdd(1, ordering: .relaxed).oldValue)
+                    % UInt(laneRefs.count))
+        let unowned = UnownedJob(job)
+        laneRefs[index]._withUnsafeGuaranteedRef { $0.enqueue(unowned, withTaskExecutor: true) }
     }
 
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {

@@ -12,7 +12,7 @@ internal import TroupeLocks
 ///
 /// The thread starts on the first submission and ends after `idleNanoseconds` without work; a
 /// later submission starts a new one. No lane is stranded: `submit` pushes before it checks,
-/// under `state`, whether a thread runs, and a thread ends only after finding the queue empty
+/// under the `running` lock, whether a thread runs, and a thread ends only after finding the queue empty
 /// under the same lock.
 final class LateRunner: @unchecked Sendable {  // the queue is thread-safe; `running` is locked
     private let queue: OpaquePointer = CTroupe_runqueue_create()!

@@ -237,6 +237,12 @@ public final class ActorSystem: Sendable {
     /// Whether the workers have ended (the last step of shutdown).
     var schedulerHasTerminated: Bool { schedulerHandle._withUnsafeGuaranteedRef { $0.hasTerminated } }
 
+    /// The index of the calling thread's shared worker, if it is one of this system's; the
+    /// scheduler borrowed, not retained.
+    func currentSharedWorkerIndex() -> Int? {
+        schedulerHandle._withUnsafeGuaranteedRef { $0.currentSharedWorkerIndex() }
+    }
+
     // MARK: Live actors and death watch
 
     private func register(_ cell: AnyCell) -> Bool {
