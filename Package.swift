@@ -8,6 +8,9 @@ let package = Package(
         .library(name: "TroupePromises", targets: ["TroupePromises"]),
         .library(name: "TroupePubSub", targets: ["TroupePubSub"]),
         .library(name: "TroupeSupervision", targets: ["TroupeSupervision"]),
+        .library(name: "TroupeMetrics", targets: ["TroupeMetrics"]),
+        .library(name: "TroupeServiceLifecycle", targets: ["TroupeServiceLifecycle"]),
+        .library(name: "TroupeTracing", targets: ["TroupeTracing"]),
         // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
         // plugin package depends on this product so that it links Troupe instead of carrying
         // its own copy. Use either this or `Troupe` in one program, never both.
@@ -21,8 +24,13 @@ let package = Package(
                 + "see the Architecture article (liburcu and its licence)."
         )
     ],
+    // swift-log is the core's one dependency; the others are used only by the optional
+    // integration products (SwiftPM fetches and builds a package only for the products used).
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
     targets: [
         .systemLibrary(
@@ -50,6 +58,48 @@ let package = Package(
         .target(name: "TroupePromises", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupePromises"),
         .target(name: "TroupePubSub", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupePubSub"),
         .target(name: "TroupeSupervision", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeSupervision"),
+        // Integrations with the Swift server ecosystem: also on Troupe's public API only.
+        .target(
+            name: "TroupeMetrics",
+            dependencies: ["Troupe", "TroupeLocks", .product(name: "CoreMetrics", package: "swift-metrics")],
+            path: "Sources/TroupeMetrics"
+        ),
+        .target(
+            name: "TroupeServiceLifecycle",
+            dependencies: ["Troupe", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Sources/TroupeServiceLifecycle"
+        ),
+        .target(
+            name: "TroupeTracing",
+            dependencies: ["Troupe", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            path: "Sources/TroupeTracing"
+        ),
+        .testTarget(
+            name: "TroupeTracingTests",
+            dependencies: [
+                "TroupeTracing", "Troupe", "TroupeTestSupport",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
+            path: "Tests/TroupeTracingTests"
+        ),
+        .testTarget(
+            name: "TroupeMetricsTests",
+            dependencies: [
+                "TroupeMetrics", "Troupe", "TroupeTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            path: "Tests/TroupeMetricsTests"
+        ),
+        .testTarget(
+            name: "TroupeServiceLifecycleTests",
+            dependencies: [
+                "TroupeServiceLifecycle", "Troupe", "TroupeTestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/TroupeServiceLifecycleTests"
+        ),
         .testTarget(
             name: "TroupeSupervisionTests",
             dependencies: ["TroupeSupervision", "Troupe", "TroupeTestSupport"],

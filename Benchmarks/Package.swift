@@ -10,6 +10,8 @@ let package = Package(
         .package(name: "Troupe", path: ".."),
         // Latency percentiles in troupe-bench.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // The tracing rows' ServiceContext.
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
     targets: [
         // malloc counting for the allocation guard (C, interposes the malloc family).
@@ -19,6 +21,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Troupe", package: "Troupe"), .product(name: "TroupePromises", package: "Troupe"),
                 .product(name: "TroupePubSub", package: "Troupe"), "CBenchSupport",
+                .product(name: "TroupeTracing", package: "Troupe"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "troupe-bench"

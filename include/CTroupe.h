@@ -11,6 +11,7 @@
 // - envelope.c  the message envelope allocator: per-thread free lists by size class with
 //               batched hand-over between threads, so a steady-state send allocates nothing.
 // - parking.c   an event count on a futex: idle workers sleep, senders wake them, no lost wake-up.
+// - histogram.c sampled latency histograms (time in mailbox, handler duration).
 // - thread.c    CPU affinity, the process's allowed CPUs, timer slack, and the current-worker slot.
 #ifndef CTROUPE_H
 #define CTROUPE_H
@@ -40,8 +41,12 @@ typedef struct CTroupe_envelope {
     /// The pending ask this envelope carries (a retained Swift object), or NULL. Released by
     /// the consumer when the envelope is handled or dead-lettered.
     void *ask_token;
-    /// Free for the runtime's use (the allocator uses it while the envelope is on a free list).
-    uint64_t reserved;
+    /// When the envelope was allocated for sending (`CTroupe_monotonic_ns` with its low bit set,
+    /// so always odd), for one envelope in every sampling interval (see
+    /// `CTroupe_sampling_begin`); 0 for the others. Written by the allocator (which also uses it
+    /// while the envelope is on a free list), read by the consumer. Troupe's Swift side may
+    /// replace it, before the push, by the (even) address of a context annotation.
+    uint64_t sent_at;
 } CTroupe_envelope;
 
 enum {
@@ -64,6 +69,15 @@ CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size);
 /// that allocated it; the payload must already be destroyed.
 void CTroupe_envelope_free(CTroupe_envelope *envelope);
 
+/// Starts sampling for one system: from now on one envelope in `interval` (a power of two,
+/// 1...2^20) allocated by each thread carries its allocation time in `sent_at`. With several
+/// systems sampling, the process stamps at the smallest interval asked for. A thread picks a
+/// change up within 1,024 allocations. Any thread.
+void CTroupe_sampling_begin(uint32_t interval);
+/// Ends one `CTroupe_sampling_begin(interval)`. Any thread.
+void CTroupe_sampling_end(uint32_t interval);
+/// The interval stamped at now (0: none).
+uint32_t CTroupe_sampling_interval(void);
 /// malloc calls the envelope allocator made since process start (slabs and large payloads).
 uint64_t CTroupe_envelope_fresh_allocations(void);
 
@@ -142,6 +156,35 @@ CTroupe_envelope *CTroupe_mailbox_drop_oldest(CTroupe_mailbox *mailbox);
 
 /// Whether the mailbox holds no envelope (linearised on the tail). Any thread.
 bool CTroupe_mailbox_is_empty(const CTroupe_mailbox *mailbox);
+/// Envelopes popped from the mailbox so far (user and system). Any thread; relaxed.
+uint64_t CTroupe_mailbox_popped(const CTroupe_mailbox *mailbox);
+/// Whether someone holds the scheduling right (the owner is queued or running). A racy
+/// observation, for introspection. Any thread.
+bool CTroupe_mailbox_is_scheduled(const CTroupe_mailbox *mailbox);
+
+// MARK: - Histograms
+
+enum {
+    /// Buckets of a latency histogram: values 0-3 ns one bucket each, then four buckets per
+    /// power of two (each a quarter of its octave wide) up to 2^39 ns (about 550 s); the last
+    /// bucket (from 1.75 x 2^38 ns) also holds everything larger.
+    CTroupe_histogram_bucket_count = 152,
+};
+/// A latency histogram in nanoseconds: any number of threads record (relaxed atomic adds),
+/// any thread reads (a racy but torn-free copy). Opaque; about 1.2 KiB.
+typedef struct CTroupe_histogram CTroupe_histogram;
+/// A zeroed histogram (calloc); never NULL.
+CTroupe_histogram *CTroupe_histogram_create(void);
+void CTroupe_histogram_destroy(CTroupe_histogram *histogram);
+/// Records one value. Any thread.
+void CTroupe_histogram_record(CTroupe_histogram *histogram, uint64_t nanoseconds);
+/// Copies count, sum, max and the buckets out (`buckets` has `CTroupe_histogram_bucket_count`
+/// entries). Any thread.
+void CTroupe_histogram_read(const CTroupe_histogram *histogram, uint64_t *count, uint64_t *sum, uint64_t *max,
+                            uint64_t *buckets);
+/// The bucket a value falls in, and the smallest value of a bucket.
+unsigned CTroupe_histogram_bucket(uint64_t nanoseconds);
+uint64_t CTroupe_histogram_bucket_lower_bound(unsigned bucket);
 
 // MARK: - Run queues
 

@@ -10,7 +10,7 @@ rm -rf "$graphs" && mkdir -p "$graphs" "$scratch/docs"
 swift package --scratch-path "$scratch" dump-symbol-graph --minimum-access-level public >/dev/null
 dumped=$(find "$scratch" -maxdepth 3 -type d -name symbolgraph | head -1)
 status=0
-for module in Troupe TroupePromises TroupePubSub TroupeSupervision; do
+for module in Troupe TroupePromises TroupePubSub TroupeSupervision TroupeMetrics TroupeServiceLifecycle TroupeTracing; do
     mkdir -p "$graphs/$module"
     # The module's own graph and its extensions of other modules (Module@Other.symbols.json).
     cp "$dumped/$module.symbols.json" "$graphs/$module/"

@@ -10,6 +10,10 @@
 // - `shared[class]` is touched only under `shared_lock[class]`; the mutex also orders the
 //   envelopes' previous contents before their reuse on another thread (visible to TSan).
 // - A thread that exits returns its lists to the shared stacks (pthread key destructor).
+// - Sampling (the time-in-mailbox histograms): `sampling_counts` and `sampling_interval` are
+//   written under `sampling_lock` by systems starting and shutting down; senders read
+//   `sampling_interval` (relaxed) only when their thread's countdown runs out, so a change
+//   reaches a thread within one countdown.
 #include "CTroupe.h"
 
 #include <pthread.h>
@@ -31,10 +35,11 @@ typedef struct {
     free_list lists[CLASS_COUNT];
     uint32_t slab_bytes[CLASS_COUNT];  // size of the thread's next slab of each class (0: the first)
     bool registered;          // the exit destructor is armed
+    int32_t sample_countdown; // envelopes until the next one is stamped (or the interval is re-read)
 } local_cache;
 
 // A batch is a list of envelopes; the first envelope's `ask_token` links batches on the shared
-// stack and its `reserved` field holds the batch's length.
+// stack and its `sent_at` field holds the batch's length.
 static CTroupe_envelope *shared[CLASS_COUNT];
 static pthread_mutex_t shared_lock[CLASS_COUNT] = {
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
@@ -46,8 +51,83 @@ static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static _Thread_local local_cache local;
 
+// MARK: Sampling
+
+// Intervals are powers of two up to 2^20; a system that samples counts itself in the slot of
+// its interval, and the process stamps at the smallest interval any system asked for.
+enum { SAMPLING_SLOTS = 21, UNSAMPLED_RECHECK = 1024 };
+static pthread_mutex_t sampling_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t sampling_counts[SAMPLING_SLOTS];
+static _Atomic uint32_t sampling_interval;  // 0: nobody samples
+
+static unsigned sampling_slot(uint32_t interval) {
+    return interval <= 1 ? 0 : 32u - (unsigned)__builtin_clz(interval - 1);
+}
+
+static void publish_sampling_interval(void) {
+    uint32_t interval = 0;
+    for (unsigned slot = 0; slot < SAMPLING_SLOTS; slot++) {
+        if (sampling_counts[slot] > 0) {
+            interval = 1u << slot;
+            break;
+        }
+    }
+    atomic_store_explicit(&sampling_interval, interval, memory_order_relaxed);
+}
+
+void CTroupe_sampling_begin(uint32_t interval) {
+    pthread_mutex_lock(&sampling_lock);
+    sampling_counts[sampling_slot(interval)] += 1;
+    publish_sampling_interval();
+    pthread_mutex_unlock(&sampling_lock);
+}
+
+void CTroupe_sampling_end(uint32_t interval) {
+    pthread_mutex_lock(&sampling_lock);
+    unsigned slot = sampling_slot(interval);
+    if (sampling_counts[slot] > 0) sampling_counts[slot] -= 1;
+    publish_sampling_interval();
+    pthread_mutex_unlock(&sampling_lock);
+}
+
+uint32_t CTroupe_sampling_interval(void) {
+    return atomic_load_explicit(&sampling_interval, memory_order_relaxed);
+}
+
+// The thread's countdown ran out: stamp this envelope if anyone samples, and start the next
+// countdown (the interval, or a re-check of it later when nobody samples).
+__attribute__((noinline)) static uint64_t sample_stamp(void) {
+    uint32_t interval = atomic_load_explicit(&sampling_interval, memory_order_relaxed);
+    if (interval == 0) {
+        local.sample_countdown = UNSAMPLED_RECHECK;
+        return 0;
+    }
+    local.sample_countdown = (int32_t)interval;
+    // Odd: the word may also hold a context annotation's (even) address; see sent_at.
+    return (uint64_t)CTroupe_monotonic_ns() | 1;
+}
+
+// The countdown ran out on this envelope: stamp it. Out of line and reached by a tail call, so
+// that the allocation's fast path saves no register.
+__attribute__((noinline)) static CTroupe_envelope *stamped(CTroupe_envelope *envelope) {
+    envelope->sent_at = sample_stamp();
+    return envelope;
+}
+
+// Every allocation writes `sent_at`: 0, or the send time of one envelope in `interval`. The
+// countdown is decremented in place and its new value tested (one instruction and a branch).
+static inline CTroupe_envelope *stamp(CTroupe_envelope *envelope) {
+    int32_t left = local.sample_countdown - 1;
+    local.sample_countdown = left;
+    if (__builtin_expect(left > 0, 1)) {
+        envelope->sent_at = 0;
+        return envelope;
+    }
+    return stamped(envelope);
+}
+
 static void push_batch(unsigned cls, CTroupe_envelope *first, uint32_t count) {
-    first->reserved = count;
+    first->sent_at = count;
     pthread_mutex_lock(&shared_lock[cls]);
     first->ask_token = shared[cls];
     shared[cls] = first;
@@ -125,7 +205,7 @@ __attribute__((noinline)) static CTroupe_envelope *alloc_slowly(size_t total, un
         atomic_fetch_add_explicit(&fresh_allocations, 1, memory_order_relaxed);
         thread_fresh_allocations += 1;
         envelope->size_class = LARGE_CLASS;
-        return envelope;
+        return stamp(envelope);
     }
     if (!local.registered) register_thread();
     free_list *list = &local.lists[cls];
@@ -136,11 +216,11 @@ __attribute__((noinline)) static CTroupe_envelope *alloc_slowly(size_t total, un
     pthread_mutex_unlock(&shared_lock[cls]);
     if (batch != NULL) {
         list->head = batch->link;
-        list->count = (uint32_t)batch->reserved - 1;
+        list->count = (uint32_t)batch->sent_at - 1;
         batch->size_class = cls;
-        return batch;
+        return stamp(batch);
     }
-    return carve_slab(cls, list);
+    return stamp(carve_slab(cls, list));
 }
 
 // Fast path: a pop from the thread's own list, no call, no saved registers.
@@ -153,7 +233,7 @@ CTroupe_envelope *CTroupe_envelope_alloc(size_t payload_size) {
         if (__builtin_expect(envelope != NULL, 1)) {
             list->head = envelope->link;
             list->count -= 1;
-            return envelope;
+            return stamp(envelope);
         }
     }
     return alloc_slowly(total, cls);

@@ -53,7 +53,9 @@ struct CTroupe_mailbox {
     // Written under pop_lock; the head is atomic for is_empty's unlocked read.
     _Atomic(CTroupe_envelope *) held_head;
     CTroupe_envelope *held_tail;
-    char padding[8];                  // puts the tail 64 bytes after the head
+    // Envelopes popped so far: written by the consumer (relaxed load and store, no
+    // read-modify-write), read by introspection. Also puts the tail 64 bytes after the head.
+    _Atomic uint64_t popped;
     // Producer side: written by every push.
     struct cds_wfcq_tail tail;
     _Atomic int64_t depth;            // pushed (or reserved) minus popped
@@ -69,6 +71,7 @@ _Static_assert(CTroupe_envelope_payload_offset % 16 == 0, "payloads are 16-byte 
 // Troupe's inlinable turn (EnvelopeLayout in Envelope.swift) reads the header at these offsets.
 _Static_assert(offsetof(CTroupe_envelope, kind) == 8, "EnvelopeLayout.kindOffset");
 _Static_assert(offsetof(CTroupe_envelope, ask_token) == 16, "EnvelopeLayout.askTokenOffset");
+_Static_assert(offsetof(CTroupe_envelope, sent_at) == 24, "EnvelopeLayout.sentAtOffset");
 _Static_assert(CTroupe_envelope_payload_offset == 32, "EnvelopeLayout.payloadOffset");
 _Static_assert(CTroupe_envelope_kind_user == 0, "EnvelopeLayout.userKind");
 _Static_assert(offsetof(struct CTroupe_mailbox, tail) - offsetof(struct CTroupe_mailbox, head) == 64,
@@ -87,6 +90,7 @@ CTroupe_mailbox *CTroupe_mailbox_init(void *storage, void *owner, bool tracks_de
     atomic_init(&mailbox->scheduled, 0);
     atomic_init(&mailbox->pop_lock, 0);
     atomic_init(&mailbox->depth, 0);
+    atomic_init(&mailbox->popped, 0);
     atomic_init(&mailbox->held_head, NULL);
     mailbox->held_tail = NULL;
     mailbox->tracks_depth = tracks_depth || drop_oldest;
@@ -190,6 +194,12 @@ bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, 
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
+// The consumer counts what it pops (it is the only writer).
+static inline void count_popped(CTroupe_mailbox *mailbox, size_t count) {
+    atomic_store_explicit(&mailbox->popped, atomic_load_explicit(&mailbox->popped, memory_order_relaxed) + count,
+                          memory_order_relaxed);
+}
+
 static size_t pop_locked(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
     size_t count = 0;
     int64_t user = 0;
@@ -207,6 +217,7 @@ static size_t pop_locked(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_
     }
     unlock_pops(mailbox);
     if (user != 0) atomic_fetch_sub_explicit(&mailbox->depth, user, memory_order_relaxed);
+    count_popped(mailbox, count);
     return count;
 }
 
@@ -228,7 +239,12 @@ size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **ou
     }
     // System envelopes are pushed uncounted (they never take a bounded mailbox's capacity).
     if (user != 0 && mailbox->tracks_depth) atomic_fetch_sub_explicit(&mailbox->depth, user, memory_order_relaxed);
+    count_popped(mailbox, count);
     return count;
+}
+
+uint64_t CTroupe_mailbox_popped(const CTroupe_mailbox *mailbox) {
+    return atomic_load_explicit(&((CTroupe_mailbox *)mailbox)->popped, memory_order_relaxed);
 }
 
 // Whether the queue and the held list are both empty; for drop-oldest mailboxes under the
@@ -271,6 +287,10 @@ int64_t CTroupe_mailbox_reserve(CTroupe_mailbox *mailbox, int64_t delta) {
 bool CTroupe_mailbox_is_empty(const CTroupe_mailbox *mailbox) {
     CTroupe_mailbox *m = (CTroupe_mailbox *)mailbox;
     return cds_wfcq_empty(&m->head, &m->tail) && (!m->drop_oldest || held_is_empty(m));
+}
+
+bool CTroupe_mailbox_is_scheduled(const CTroupe_mailbox *mailbox) {
+    return atomic_load_explicit(&mailbox->scheduled, memory_order_relaxed) != 0;
 }
 
 // MARK: - Run queues (same queue, same contract: wait-free push, popping under a try-lock)

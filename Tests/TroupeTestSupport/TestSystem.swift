@@ -9,7 +9,8 @@ public func makeTestSystem(
     batchSize: Int = 64,
     askTimeout: Duration = .seconds(30),
     failureDecider: @escaping FailureDecider = { _ in .stop },
-    logger: Logger = quietLogger
+    logger: Logger = quietLogger,
+    introspection: ActorSystem.Introspection = .init()
 ) -> ActorSystem {
     ActorSystem(
         configuration: .init(
@@ -19,7 +20,8 @@ public func makeTestSystem(
             batchSize: batchSize,
             askTimeout: askTimeout,
             failureDecider: failureDecider,
-            logger: logger
+            logger: logger,
+            introspection: introspection
         ))
 }
 
@@ -32,11 +34,12 @@ public func withTestSystem(
     askTimeout: Duration = .seconds(30),
     failureDecider: @escaping FailureDecider = { _ in .stop },
     logger: Logger = quietLogger,
+    introspection: ActorSystem.Introspection = .init(),
     _ body: (ActorSystem) async throws -> Void
 ) async throws {
     let system = makeTestSystem(
         name: name, workers: workers, batchSize: batchSize, askTimeout: askTimeout,
-        failureDecider: failureDecider, logger: logger)
+        failureDecider: failureDecider, logger: logger, introspection: introspection)
     do {
         try await body(system)
     } catch {

@@ -7,6 +7,7 @@ import Dispatch
 import Glibc
 import Synchronization
 import Troupe
+import TroupeTracing
 
 /// How long any workload may take before it is declared lost (a dropped message, a deadlock).
 let workloadDeadlineSeconds = 180.0
@@ -139,16 +140,76 @@ final class TroupeHost: Sendable {
         created.withLock { system in
             if let system { return system }
             let workers = getenv("TROUPE_BENCH_WORKERS").flatMap { Int(String(cString: $0)) }
-            var configuration = ActorSystem.Configuration(name: "bench", workerCount: workers)
-            // The Restart rows fail handlers on purpose, and the runtime logs a warning per
-            // failure ("…; restarting") through the default stderr handler: one line per unit.
-            // Warnings are filtered here (the level check stays in the measured cost; a logging
-            // backend's does not); errors still print.
-            configuration.logger.logLevel = .error
-            let made = ActorSystem(configuration: configuration)
+            let made = ActorSystem(configuration: TroupeHost.configuration(introspection: .init()))
             system = made
             return made
         }
+    }
+
+    /// The bench systems' configuration. `TROUPE_BENCH_WORKERS=N` sets the worker count.
+    static func configuration(
+        introspection: ActorSystem.Introspection, contextPropagation: (any MessageContextPropagation)? = nil
+    ) -> ActorSystem.Configuration {
+        let workers = getenv("TROUPE_BENCH_WORKERS").flatMap { Int(String(cString: $0)) }
+        var configuration = ActorSystem.Configuration(
+            name: "bench", workerCount: workers, introspection: introspection, contextPropagation: contextPropagation)
+        // The Restart rows fail handlers on purpose, and the runtime logs a warning per
+        // failure ("…; restarting") through the default stderr handler: one line per unit.
+        // Warnings are filtered here (the level check stays in the measured cost; a logging
+        // backend's does not); errors still print.
+        configuration.logger.logLevel = .error
+        return configuration
+    }
+
+    /// A plain Troupe row's system: the shared one, or one of its own with other settings
+    /// (issue 15: what introspection and tracing cost per message).
+    struct RowVariant: Sendable {
+        let system: String
+        /// `nil`: the shared system.
+        let introspection: ActorSystem.Introspection?
+        let tracing: Bool
+        /// Whether the row's first message is sent with a ServiceContext current, so that every
+        /// message of the row carries it.
+        let carriesContext: Bool
+        let note: String
+    }
+
+    /// The plain Troupe rows of Counting and PingPong, and their variants: the shared system
+    /// (default introspection: one message in 1,024 timed, the watchdog on), a system with
+    /// introspection off, and one that times every message.
+    static let introspectionVariants: [RowVariant] = [
+        RowVariant(system: BenchSystem.troupe, introspection: nil, tracing: false, carriesContext: false, note: ""),
+        RowVariant(
+            system: BenchSystem.troupeIntrospectionOff, introspection: .off, tracing: false, carriesContext: false,
+            note: "introspection off (the shared system still has the process stamp 1 envelope in 1,024)"),
+        RowVariant(
+            system: BenchSystem.troupeEveryMessageTimed, introspection: .init(samplingInterval: 1), tracing: false,
+            carriesContext: false, note: "every message timed (time in mailbox and handler duration)"),
+    ]
+
+    /// PingPong's variants: the introspection ones, and TroupeTracing's propagation (no spans)
+    /// without and with a context carried by every message.
+    static let pingPongVariants: [RowVariant] =
+        introspectionVariants + [
+            RowVariant(
+                system: BenchSystem.troupeTracingNoContext, introspection: .init(), tracing: true,
+                carriesContext: false,
+                note: "ServiceContextPropagation(spans: .none), no context current: every send takes the slow path"),
+            RowVariant(
+                system: BenchSystem.troupeTracingCarried, introspection: .init(), tracing: true, carriesContext: true,
+                note: "ServiceContextPropagation(spans: .none), a ServiceContext carried by every message"),
+        ]
+
+    /// Runs `body` on the variant's system (the shared one, or one of its own shut down
+    /// afterwards); `body` gets the system and a note on it.
+    func withRowSystem<Result>(_ variant: RowVariant, _ body: (ActorSystem, String) -> Result) -> Result {
+        guard let introspection = variant.introspection else { return body(system, workersNote) }
+        let own = ActorSystem(
+            configuration: TroupeHost.configuration(
+                introspection: introspection,
+                contextPropagation: variant.tracing ? ServiceContextPropagation(spans: .none) : nil))
+        defer { own.shutdownBlocking() }
+        return body(own, "\(own.workerCount) pinned workers, a system of its own: \(variant.note)")
     }
 
     /// "2 pinned workers", for notes.

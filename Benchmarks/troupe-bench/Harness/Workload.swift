@@ -133,6 +133,14 @@ enum BenchSystem {
     static let dispatch = "Dispatch"
     static let troupe = "Troupe"
     static let troupePrefix = "Troupe"
+    /// The plain Troupe row on a system of its own with introspection off (no sampling, no
+    /// watchdog), and on one that times every message (issue 15: the cost of introspection).
+    static let troupeIntrospectionOff = "Troupe (introspection off)"
+    static let troupeEveryMessageTimed = "Troupe (every message timed)"
+    /// PingPong on a system with TroupeTracing's propagation (no spans): first with no context
+    /// current, then with one carried by every message.
+    static let troupeTracingNoContext = "Troupe (tracing on, no context)"
+    static let troupeTracingCarried = "Troupe (tracing on, context carried)"
     /// Two native actors on executors of their own threads: an awaited call is a real hand-over.
     static let swiftNativeTwoExecutors = "Swift native (2 executors)"
     /// Native actors on Troupe serial executors (issue 14): on one executor shared by the
@@ -154,7 +162,7 @@ enum BenchSystem {
         [
             swiftNative, swiftNativeTwoExecutors, "Swift native (AsyncStream)", "Swift native (async let)", dispatch,
             nativeOnTroupeOneExecutor, nativeOnTroupeTwoExecutors, nativeOnTroupeExecutors,
-            troupe,
+            troupe, troupeIntrospectionOff, troupeEveryMessageTimed, troupeTracingNoContext, troupeTracingCarried,
             "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)",
             "Troupe (ask from a task on its executor)", "Troupe (askBlocking)",
         ]

@@ -183,23 +183,28 @@ func countingRows(_ config: BenchConfig) -> [Measurement] {
         rows.append(m)
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { n in
-            let done = Completion<Int>()
-            let counter = troupe.system.spawn(Counter(expected: n, done: done))
-            let stopwatch = Stopwatch()
-            for _ in 0..<n { counter.tell(.increment) }
-            let count = done.wait("Counting / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(count, n, workload, BenchSystem.troupe, "final count")
-            counter.stop()
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
-                allocations: allocations, note: "producer: a plain thread; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    for variant in TroupeHost.introspectionVariants {
+        let name = variant.system
+        if let m = benchmark(
+            config, workload, system: name, family: .troupe,
+            { n in
+                troupe.withRowSystem(variant) { system, systemNote in
+                    let done = Completion<Int>()
+                    let counter = system.spawn(Counter(expected: n, done: done))
+                    let stopwatch = Stopwatch()
+                    for _ in 0..<n { counter.tell(.increment) }
+                    let count = done.wait("Counting / \(name)")
+                    let (seconds, allocations) = stopwatch.stop()
+                    verifyEqual(count, n, workload, name, "final count")
+                    counter.stop()
+                    return Measurement(
+                        workload: workload, system: name, messages: n, seconds: seconds,
+                        allocations: allocations, note: "producer: a plain thread; \(systemNote)")
+                }
+            })
+        {
+            rows.append(m)
+        }
     }
 
     let actorProducer = "Troupe (actor producer)"

@@ -18,6 +18,7 @@
 // - Dispatch: ping queue `async`s to the pong queue, which `async`s back.
 
 import Dispatch
+import Tracing
 import Troupe
 
 private struct Pong: ActorDefinition {
@@ -212,27 +213,42 @@ func pingPongRows(_ config: BenchConfig) -> [Measurement] {
         rows.append(m)
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { n in
-            let system = troupe.system
-            let done = Completion<Int>()
-            let pong = system.spawn(Pong())
-            let ping = system.spawn(Ping(pong: pong, roundTrips: n, done: done))
-            let stopwatch = Stopwatch()
-            ping.tell(.start)
-            let last = done.wait("PingPong / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(last, n, workload, BenchSystem.troupe, "round trips seen by Pong")
-            ping.stop()
-            pong.stop()
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
-                allocations: allocations, note: "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    for variant in TroupeHost.pingPongVariants {
+        let name = variant.system
+        if let m = benchmark(
+            config, workload, system: name, family: .troupe,
+            { n in
+                troupe.withRowSystem(variant) { system, systemNote in
+                    let done = Completion<Int>()
+                    let pong = system.spawn(Pong())
+                    let ping = system.spawn(Ping(pong: pong, roundTrips: n, done: done))
+                    let stopwatch = Stopwatch()
+                    if variant.carriesContext {
+                        var request = ServiceContext.topLevel
+                        request[BenchRequestKey.self] = n
+                        ServiceContext.$current.withValue(request) { ping.tell(.start) }
+                    } else {
+                        ping.tell(.start)
+                    }
+                    let last = done.wait("PingPong / \(name)")
+                    let (seconds, allocations) = stopwatch.stop()
+                    verifyEqual(last, n, workload, name, "round trips seen by Pong")
+                    ping.stop()
+                    pong.stop()
+                    return Measurement(
+                        workload: workload, system: name, messages: n, seconds: seconds,
+                        allocations: allocations, note: "Ping ⇄ Pong, tell both ways; \(systemNote)")
+                }
+            })
+        {
+            rows.append(m)
+        }
     }
 
     return rows
+}
+
+/// The value the tracing row's ServiceContext carries.
+private enum BenchRequestKey: ServiceContextKey {
+    typealias Value = Int
 }

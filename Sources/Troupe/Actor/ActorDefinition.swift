@@ -59,7 +59,7 @@ extension ActorDefinition {
     @inlinable
     public static func _turn(_ turn: _ActorTurn) -> Bool {
         Unmanaged<ActorCell<Self>>.fromOpaque(turn.cell)._withUnsafeGuaranteedRef {
-            $0.turn(buffer: turn.buffer, limit: turn.limit)
+            $0.turn(buffer: turn.buffer, limit: turn.limit, progress: turn.progress)
         }
     }
 

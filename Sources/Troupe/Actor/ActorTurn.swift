@@ -1,14 +1,16 @@
 /// What the runtime hands to ``ActorDefinition/_turn(_:)``: the actor's cell (unretained: the
-/// worker holds it), the worker's envelope buffer and the turn's message limit. Runtime
-/// detail; do not create or use it.
+/// worker holds it), the worker's envelope buffer, the turn's message limit and the worker's
+/// handler counter. Runtime detail; do not create or use it.
 public struct _ActorTurn {
     @usableFromInline let cell: UnsafeMutableRawPointer
     @usableFromInline let buffer: EnvelopeBuffer
     @usableFromInline let limit: Int
+    @usableFromInline let progress: TurnProgress
 
-    init(cell: AnyCell, buffer: EnvelopeBuffer, limit: Int) {
+    init(cell: AnyCell, buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) {
         self.cell = Unmanaged.passUnretained(cell).toOpaque()
         self.buffer = buffer
         self.limit = limit
+        self.progress = progress
     }
 }

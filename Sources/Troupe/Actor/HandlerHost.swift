@@ -39,3 +39,12 @@ public struct _HandlerHost<Actor: HandlerActor>: ActorDefinition {
         try handler(&actor, message.payload, message.reply, context)
     }
 }
+
+/// A definition that runs another type (a ``HandlerActor``): introspection names that type.
+protocol HostsDefinition {
+    static var hostedTypeName: String { get }
+}
+
+extension _HandlerHost: HostsDefinition {
+    static var hostedTypeName: String { String(reflecting: Actor.self) }
+}

@@ -184,11 +184,15 @@ final class ActorAskState<Value: Sendable, Message: Sendable>: AskState<Value>, 
     /// answer is in.
     @exclusivity(unchecked) private var replyTo: ActorRef<Message>?
     @exclusivity(unchecked) private var map: (@Sendable (Completion) -> Message)?
+    /// The asker's context when the ask was made (a system that propagates contexts): the reply
+    /// message carries it, so that the continuation runs in the asker's trace.
+    @exclusivity(unchecked) private var context: (any Sendable)?
 
     @usableFromInline
     init(limit: AskLimit, replyTo: ActorRef<Message>, map: @escaping @Sendable (Completion) -> Message) {
         self.replyTo = replyTo
         self.map = map
+        context = replyTo.cell.system.contextPropagation?.captureContext()
         super.init(limit: limit, waiter: .actor)
     }
 
@@ -196,7 +200,13 @@ final class ActorAskState<Value: Sendable, Message: Sendable>: AskState<Value>, 
         guard let replyTo, let map else { return }
         self.replyTo = nil
         self.map = nil
-        _ = replyTo.tell(map(result))
+        let carried = context
+        context = nil
+        if replyTo.cell.system.contextPropagation == nil {
+            _ = replyTo.tell(map(result))
+        } else {
+            _ = replyTo.cell.send(map(result), carrying: carried)
+        }
     }
 }
 

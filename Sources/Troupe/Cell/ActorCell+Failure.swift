@@ -9,6 +9,7 @@ extension ActorCell {
     func failed(_ error: any Error, message: Message, token: AskToken?, isRetry: Bool) {
         let extras = extrasCreatingIfNeeded
         extras.failureCount += 1
+        failureTotal.add(1, ordering: .relaxed)
         let failure = ActorFailure(actor: address, error: error, failureCount: extras.failureCount, wasRetry: isRetry)
         let decider = config?.failureDecider ?? system.configuration.failureDecider
         var directive = decider(failure)
@@ -77,6 +78,7 @@ extension ActorCell {
         let fresh = factory()
         if MemoryLayout<Definition>.size != 0 { withInstance { $0 = fresh } }
         withInstance { $0.didRestart(reason: reason, context: context) }
+        restartTotal.add(1, ordering: .relaxed)
         system.hooks.actorRestarted(address, reason)
         if flags.contains(.stopRequested) { stopNow(.stopped) }
     }

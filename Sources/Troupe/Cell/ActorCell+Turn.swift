@@ -18,7 +18,7 @@ extension ActorCell {
     /// scheduling right (more is pending) and must run or queue the cell again. Returning
     /// false while suspended also keeps the right: the restart timer reschedules the cell.
     @inlinable
-    final func turn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
+    final func turn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
         // Debug builds only (`assert` drops its argument otherwise, without a warning).
         assert(markTurnThread(entering: true))
         defer { assert(markTurnThread(entering: false)) }
@@ -31,6 +31,7 @@ extension ActorCell {
             let count = popEnvelopes(into: buffer, capacity: requested)
             if count == 0 { break }
             for index in 0..<count {
+                progress.advance()
                 handle(buffer[index].unsafelyUnwrapped)
                 if _slowPath(flags.contains(.suspended)) {
                     // A delayed restart began: keep the rest of the batch for the fresh instance.
@@ -50,17 +51,54 @@ extension ActorCell {
     }
 
     /// One popped envelope. The common case, a user message while no lifecycle bit is set, is
-    /// handled here; the rest by ``handleSlowly(_:)``.
+    /// handled here; the rest by ``handleSlowly(_:)``. An envelope whose `sent_at` word is not 0
+    /// (sampled, or carrying a context) goes through ``handleAnnotated(_:)``, tested before
+    /// anything else is read, so that no value lives across the common path's calls.
     @inlinable @inline(__always)
     final func handle(_ envelope: UnsafeMutableRawPointer) {
         guard _fastPath(EnvelopeLayout.isUser(envelope) && lifecycle.load(ordering: .relaxed) == 0) else {
             handleSlowly(envelope)
             return
         }
+        if _slowPath(EnvelopeLayout.sentAt(envelope) != 0) {
+            handleAnnotated(envelope)
+            return
+        }
         let token = EnvelopeLayout.askToken(envelope)
         let message = EnvelopeLayout.payload(envelope).assumingMemoryBound(to: Message.self).move()
         Envelope.free(envelope)
         deliver(message, token: token)
+    }
+
+    /// A user envelope whose `sent_at` word is set: an odd word is a sampled send time (the
+    /// time in the mailbox and the handler's duration go to the histograms); an even one is a
+    /// carried context (``MessageAnnotation``), current while the handler runs. Out of line,
+    /// so that the common path stays small.
+    @inlinable @inline(never)
+    final func handleAnnotated(_ envelope: UnsafeMutableRawPointer) {
+        let word = EnvelopeLayout.sentAt(envelope)
+        let token = EnvelopeLayout.askToken(envelope)
+        let message = EnvelopeLayout.payload(envelope).assumingMemoryBound(to: Message.self).move()
+        Envelope.free(envelope)
+        if word & 1 != 0 {
+            deliverTimed(message, token: token, sentAt: word)
+        } else {
+            withCarriedContext(word, messageType: Message.self, isAsk: token != nil) { sentAt in
+                if sentAt != 0 {
+                    deliverTimed(message, token: token, sentAt: sentAt)
+                } else {
+                    deliver(message, token: token)
+                }
+            }
+        }
+    }
+
+    /// Delivers a sampled message, timing it.
+    @inlinable
+    final func deliverTimed(_ message: Message, token: AskToken?, sentAt: UInt64) {
+        let started = sampledHandlerStart()
+        deliver(message, token: token)
+        if started != 0 { sampledHandlerFinished(sentAt: sentAt, startedAt: started) }
     }
 
     /// Runs the handler on one user message (from the mailbox, a timer, a notice or a retry).

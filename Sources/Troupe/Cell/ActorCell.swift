@@ -81,6 +81,13 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     var context: ActorContext<Message> { ActorContext(cell: self) }
 
+    override var definitionTypeName: String {
+        if let hosted = Definition.self as? any HostsDefinition.Type { return hosted.hostedTypeName }
+        return String(reflecting: Definition.self)
+    }
+
+    override var messageTypeName: String { String(reflecting: Message.self) }
+
     /// Spawned during shutdown: the actor never runs; everything sent to it is dead-lettered.
     /// Before the cell is shared.
     override func stopBeforeStarting() {
@@ -92,8 +99,8 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     /// Runs the turn compiled for `Definition` (``ActorDefinition/_turn(_:)``, specialised in the
     /// module that declares the definition; generic for the runtime's own definitions).
-    override func runTurn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
-        Definition._turn(_ActorTurn(cell: self, buffer: buffer, limit: limit))
+    override func runTurn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
+        Definition._turn(_ActorTurn(cell: self, buffer: buffer, limit: limit, progress: progress))
     }
 
     /// First turn (runs `started`) or the turn that ends a suspension. Returns false when the
@@ -160,6 +167,10 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
                 extras!.held.insert(envelope.raw, at: 0)
                 return
             }
+        }
+        if _slowPath(EnvelopeLayout.sentAt(raw) != 0) {
+            handleAnnotated(raw)
+            return
         }
         let token = envelope.askToken
         deliver(envelope.take(as: Message.self), token: token)

@@ -73,6 +73,13 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// cell that was never on the list (the `unlisted` bit: a Swift executor's job lane, held
     /// by its executor): its entries always carry one.
     @exclusivity(unchecked) final var entryRetained = false
+    /// Failures and restarts so far: written by the holder of the scheduling right, read by
+    /// snapshots.
+    let failureTotal = Atomic<UInt32>(0)
+    let restartTotal = Atomic<UInt32>(0)
+    /// The address of the cell's retained ``CellHistograms`` (0: none yet); see
+    /// `AnyCell+Introspection.swift`.
+    let histogramsAddress = Atomic<UInt>(0)
     /// Links of the system's ``LiveActors`` list, unretained (the list holds one retain per
     /// member); protected by the system's `liveActors` lock.
     @exclusivity(unchecked) var liveNext: Unmanaged<AnyCell>?
@@ -92,24 +99,32 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         // An object never moves, so the storage's address stays valid for the cell's life.
         let storage = withUnsafeMutablePointer(to: &mailboxStorage) { UnsafeMutableRawPointer($0) }
         let mailbox = CTroupe_mailbox_init(
-            storage, Unmanaged.passUnretained(self).toOpaque(), stored?.tracksDepth ?? false,
+            storage, Unmanaged.passUnretained(self).toOpaque(),
+            stored?.tracksDepth ?? false || system.introspector.tracksMailboxDepths,
             mailboxMode == .boundedDroppingOldest)!
         mailboxAddress.store(UInt(bitPattern: mailbox), ordering: .relaxed)
     }
 
-    // No deinit: the mailbox goes with the cell. Non-empty mailboxes are always scheduled, and
-    // a scheduled cell is held (by its entry's retain or by the live-actor list, see
+    // The mailbox goes with the cell. Non-empty mailboxes are always scheduled, and a
+    // scheduled cell is held (by its entry's retain or by the live-actor list, see
     // `entryRetained`), so a released cell's mailbox is empty.
+    deinit { releaseOwnHistograms() }
+
+    /// The type that defines the actor, for introspection.
+    var definitionTypeName: String { "job lane" }
+    /// The type of the actor's messages, for introspection.
+    var messageTypeName: String { "Swift job" }
 
     var address: ActorAddress { ActorAddress(id: id, name: config?.name) }
 
     // MARK: The inlinable send path's entry points (non-generic, so callers specialise the rest)
 
-    /// Whether a user message can take the fast path: the actor runs, the system accepts, the
-    /// mailbox is unbounded. Any thread.
+    /// Whether a user message can take the fast path: the actor runs, the system accepts and
+    /// propagates no context, the mailbox is unbounded. Any thread.
     @inline(__always)
     final var acceptsFastSend: Bool {
-        lifecycle.load(ordering: .relaxed) == 0 && system.isAccepting && mailboxMode == .unbounded
+        lifecycle.load(ordering: .relaxed) == 0 && system.fastSendOpen.load(ordering: .relaxed)
+            && mailboxMode == .unbounded
     }
 
     /// When a user message can take the fast path (``acceptsFastSend``), allocates its
@@ -170,8 +185,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Runs one turn: at most `limit` envelopes. Returns whether the caller keeps the
     /// scheduling right (more is pending) and must run or queue the cell again. Returning
     /// false while suspended also keeps the right: the restart timer reschedules the cell.
-    /// Called only by the holder of the scheduling right.
-    func runTurn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
+    /// Called only by the holder of the scheduling right, with its thread's handler counter
+    /// (``TurnProgress``).
+    func runTurn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
         fatalError("subclass")
     }
 

@@ -37,9 +37,9 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
     /// The executor this lane serves (unowned: the executor owns the lane, and a job enqueued on
     /// an executor keeps it alive until the job has run, by Swift's contract).
     private(set) var executor: Executor?
-    /// Jobs this lane has taken to run (counted per batch, before the batch runs; relaxed; for
-    /// tests and introspection).
-    let jobsRun = Atomic<Int>(0)
+    /// Jobs this lane has taken to run (counted per batch, before the batch runs, so that
+    /// whoever sees a job's effect also sees it counted).
+    var jobsRun: Int { Int(messagesProcessed) }
     /// Whether a job arrived after the system's workers ended (logged once).
     private let warnedAfterTermination = Atomic<Bool>(false)
 
@@ -65,7 +65,7 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
         CTroupe_current_job_lane() == Unmanaged.passUnretained(self).toOpaque()
     }
 
-    override func runTurn(buffer: EnvelopeBuffer, limit: Int) -> Bool {
+    override func runTurn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
         guard let executor else { preconditionFailure("a job lane runs before its executor is set") }
         if _slowPath(system.schedulerHasTerminated) { warnOnceAfterTermination() }
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -81,9 +81,8 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
             let requested = limit - handled
             let count = popEnvelopes(into: buffer, capacity: requested)
             if count == 0 { break }
-            // Counted before they run, so that whoever sees a job's effect also sees it counted.
-            jobsRun.add(count, ordering: .relaxed)
             for index in 0..<count {
+                progress.advance()
                 let travelling = Envelope(
                     raw: buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self)
                 ).take(as: Travelling.self)

@@ -45,7 +45,10 @@ public final class TroupeSerialExecutor: SerialExecutor {
         let unowned = UnownedSerialExecutor(ordinary: self)
         unownedSelf = unowned
         lane.serve(.serial(unowned, task: taskExecutor.asUnownedTaskExecutor(), taskIdentity: identity))
+        system.introspector.register(serialLane: lane)
     }
+
+    deinit { lane.system.introspector.forget(serialLane: lane) }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let current = UInt(bitPattern: CTroupe_current_task_executor())
@@ -69,7 +72,7 @@ public final class TroupeSerialExecutor: SerialExecutor {
     }
 
     /// Jobs this executor has run.
-    public var jobsRun: Int { lane.jobsRun.load(ordering: .relaxed) }
+    public var jobsRun: Int { lane.jobsRun }
 }
 
 extension TroupeSerialExecutor: CustomStringConvertible {

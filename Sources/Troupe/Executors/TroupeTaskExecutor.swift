@@ -49,5 +49,5 @@ public final class TroupeTaskExecutor: TaskExecutor {
     }
 
     /// Jobs this executor has run.
-    public var jobsRun: Int { lanes.reduce(0) { $0 + $1.jobsRun.load(ordering: .relaxed) } }
+    public var jobsRun: Int { lanes.reduce(0) { $0 + $1.jobsRun } }
 }

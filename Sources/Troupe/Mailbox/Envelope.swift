@@ -45,9 +45,11 @@ struct Envelope {
         CTroupe_envelope_free(raw.assumingMemoryBound(to: CTroupe_envelope.self))
     }
 
-    /// Moves the payload out and frees the envelope. Consumer only.
+    /// Moves the payload out and frees the envelope (and drops a carried context: see
+    /// ``MessageAnnotation``). Consumer only.
     @inline(__always)
     func take<Payload>(as type: Payload.Type) -> Payload {
+        dropAnnotation()
         let value = payload.assumingMemoryBound(to: Payload.self).move()
         CTroupe_envelope_free(raw)
         return value
@@ -66,6 +68,7 @@ typealias EnvelopeBuffer = UnsafeMutablePointer<UnsafeMutableRawPointer?>
 enum EnvelopeLayout {
     @inlinable static var kindOffset: Int { 8 }
     @inlinable static var askTokenOffset: Int { 16 }
+    @inlinable static var sentAtOffset: Int { 24 }
     @inlinable static var payloadOffset: Int { 32 }
     @inlinable static var userKind: UInt32 { 0 }
 
@@ -77,6 +80,12 @@ enum EnvelopeLayout {
     @inlinable @inline(__always)
     static func askToken(_ envelope: UnsafeMutableRawPointer) -> AskToken? {
         envelope.load(fromByteOffset: askTokenOffset, as: UnsafeMutableRawPointer?.self).map(AskToken.init(raw:))
+    }
+
+    /// The send time of a sampled envelope, 0 for the others (`CTroupe_envelope.sent_at`).
+    @inlinable @inline(__always)
+    static func sentAt(_ envelope: UnsafeMutableRawPointer) -> UInt64 {
+        envelope.load(fromByteOffset: sentAtOffset, as: UInt64.self)
     }
 
     @inlinable @inline(__always)

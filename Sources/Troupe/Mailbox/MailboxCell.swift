@@ -21,19 +21,26 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
     /// The send path of asks and of code inside the runtime. Any thread.
     @usableFromInline
     final func send(_ message: consuming Message, askToken: AskToken? = nil) -> TellOutcome {
-        guard _fastPath(acceptsFastSend) else { return sendSlowly(message, askToken: askToken) }
+        guard _fastPath(acceptsFastSend) else { return sendSlowly(message, askToken: askToken, context: .capture) }
         push(Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken), reserved: false)
         return .enqueued
     }
 
-    /// `tell` to a stopped recipient, during shutdown, or to a bounded mailbox.
+    /// `tell` to a stopped recipient, during shutdown, to a bounded mailbox, or in a system that
+    /// propagates a context.
     @usableFromInline
     final func tellSlowly(_ message: consuming Message) -> TellOutcome {
-        sendSlowly(message, askToken: nil)
+        sendSlowly(message, askToken: nil, context: .capture)
     }
 
-    /// Stopped recipient, shutdown, or a bounded mailbox.
-    private func sendSlowly(_ message: consuming Message, askToken: AskToken?) -> TellOutcome {
+    /// Sends `message` carrying `context` (captured earlier: a non-blocking ask's reply) rather
+    /// than the sender's current one, when the system propagates contexts. Any thread.
+    final func send(_ message: consuming Message, carrying context: (any Sendable)?) -> TellOutcome {
+        sendSlowly(message, askToken: nil, context: .given(context))
+    }
+
+    /// Stopped recipient, shutdown, a bounded mailbox, or context propagation.
+    private func sendSlowly(_ message: consuming Message, askToken: AskToken?, context: CarriedContext) -> TellOutcome {
         // Shutdown first: once it began, every refusal says so, whether or not the
         // recipient has stopped yet.
         if !system.isAccepting {
@@ -68,7 +75,9 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
             }
             reserved = true
         }
-        push(Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken), reserved: reserved)
+        let envelope = Envelope.make(message, kind: UInt32(CTroupe_envelope_kind_user), askToken: askToken)
+        if system.contextPropagation != nil { attachContext(to: envelope, context) }
+        push(envelope, reserved: reserved)
         return outcome
     }
 

@@ -43,7 +43,11 @@ final class LateRunner: @unchecked Sendable {  // the queue is thread-safe; `run
 
     private func run() {
         let buffer = EnvelopeBuffer.allocate(capacity: batchSize)
-        defer { buffer.deallocate() }
+        let progress = TurnProgress.makeProgressCounter()
+        defer {
+            buffer.deallocate()
+            progress.releaseProgressCounter()
+        }
         while true {
             if let entry = Worker.pop(queue) {
                 // A strong reference for the turns; the entry's own retain goes now, while this
@@ -51,7 +55,7 @@ final class LateRunner: @unchecked Sendable {  // the queue is thread-safe; `run
                 // another thread may place the cell again and rewrite `entryRetained`).
                 let cell = entry.takeUnretainedValue()
                 if cell.entryRetained { entry.release() }
-                while cell.runTurn(buffer: buffer, limit: batchSize) {}
+                while cell.runTurn(buffer: buffer, limit: batchSize, progress: progress) {}
                 continue
             }
             let epoch = wakeup.prepareWait()

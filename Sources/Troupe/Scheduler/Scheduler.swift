@@ -244,6 +244,11 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         return worker
     }
 
+    /// The dedicated threads that have not exited.
+    var dedicatedWorkers: [Worker] {
+        dedicated.withLock { workers in workers.filter { !$0.exited.load(ordering: .acquiring) } }
+    }
+
     /// Ends and joins a dedicated worker whose actor never started (spawn raced shutdown).
     /// If shutdown already took it from the list, shutdown joins it instead.
     func retireDedicated(_ worker: Worker) {
@@ -284,7 +289,11 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
 
     private func drain(_ queue: OpaquePointer) {
         let buffer = EnvelopeBuffer.allocate(capacity: batchSize)
-        defer { buffer.deallocate() }
+        let progress = TurnProgress.makeProgressCounter()
+        defer {
+            buffer.deallocate()
+            progress.releaseProgressCounter()
+        }
         while let entry = Worker.pop(queue) {
             // A strong reference for the whole drain; the entry's own retain, if any, goes.
             let cell = entry.takeUnretainedValue()
@@ -294,7 +303,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
                 continue
             }
             if cell.entryRetained { entry.release() }
-            while cell.runTurn(buffer: buffer, limit: batchSize) {}
+            while cell.runTurn(buffer: buffer, limit: batchSize, progress: progress) {}
         }
     }
 }

@@ -41,6 +41,16 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// What this worker, as a thief, last saw in every other shared worker's slot.
     var strandWatch: [StrandObservation] = []
     let batchBuffer: EnvelopeBuffer
+    /// Handlers this worker has started (see ``TurnProgress``): written by its thread, read by
+    /// the stuck-handler watchdog and snapshots.
+    let progress = TurnProgress.makeProgressCounter()
+    /// The address of the cell whose turns this worker runs now (0: none), published by the
+    /// worker's thread (relaxed stores): set as each `runCell` begins, cleared only when the
+    /// worker finds no next cell (one store per turn, not two), so between two turns it still
+    /// names the last cell for a moment. Read by the watchdog and snapshots as an identity
+    /// only: they never dereference it (the cell may be gone by then), but look it up among
+    /// the cells they hold (``ActorSystem/describeRunningCell(_:)``).
+    let currentCell = Atomic<UInt>(0)
     /// A dedicated worker's actor (set once, before the worker's first turn, by spawn); its own
     /// thread reads it to refuse an `askBlocking` of that actor to itself.
     weak var servedCell: AnyCell?
@@ -81,6 +91,7 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     deinit {
         CTroupe_runqueue_destroy(runQueue)
         batchBuffer.deallocate()
+        progress.releaseProgressCounter()
     }
 
     func start(name: String) {
@@ -143,6 +154,8 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
                 runCell(cell)
                 continue
             }
+            // Idle from here on (the next runCell sets it again).
+            currentCell.store(0, ordering: .relaxed)
             if shouldExit() { break }
             switch spinForWork() {
             case .work:
@@ -254,14 +267,15 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// it again when more is pending, or releases the entry's retain.
     private func runCell(_ entry: Unmanaged<AnyCell>) {
         markTurnStarted()
+        currentCell.store(UInt(bitPattern: entry.toOpaque()), ordering: .relaxed)
         let releasesEntry = entry._withUnsafeGuaranteedRef { cell -> Bool in
             var retained = cell.entryRetained
             if !retained { unretainedTurnCell = entry.toOpaque() }
             let limit = withScheduler { $0.batchSize }
-            var more = cell.runTurn(buffer: batchBuffer, limit: limit)
+            var more = cell.runTurn(buffer: batchBuffer, limit: limit, progress: progress)
             // Nothing else waits here: keep going without queue traffic.
             while more && isSlotEmpty && CTroupe_runqueue_is_empty(runQueue) {
-                more = cell.runTurn(buffer: batchBuffer, limit: limit)
+                more = cell.runTurn(buffer: batchBuffer, limit: limit, progress: progress)
             }
             if !retained && unretainedTurnCell == nil {
                 retained = true  // the actor stopped: retainIfRunningUnretained took one

@@ -35,6 +35,12 @@ public final class ActorSystem: Sendable {
         /// Services (non-actor objects such as stores and clients) that actors resolve from their
         /// context (``ActorContext/services``). A reference: copies of the configuration share it.
         public var services: ServiceLocator
+        /// What the system measures about itself: sampled latency histograms, the stuck-handler
+        /// watchdog, mailbox depths (see ``ActorSystem/Introspection``).
+        public var introspection: Introspection
+        /// Carries a context (a trace) with every message, from its send to its handler; `nil`
+        /// (the default) carries nothing. See ``MessageContextPropagation``.
+        public var contextPropagation: (any MessageContextPropagation)?
 
         public init(
             name: String = "troupe",
@@ -44,7 +50,9 @@ public final class ActorSystem: Sendable {
             askTimeout: Duration = .seconds(10),
             failureDecider: @escaping FailureDecider = { _ in .stop },
             logger: Logger = Logger(label: "troupe"),
-            services: ServiceLocator = ServiceLocator()
+            services: ServiceLocator = ServiceLocator(),
+            introspection: Introspection = Introspection(),
+            contextPropagation: (any MessageContextPropagation)? = nil
         ) {
             self.name = name
             self.workerCount = workerCount
@@ -54,6 +62,8 @@ public final class ActorSystem: Sendable {
             self.failureDecider = failureDecider
             self.logger = logger
             self.services = services
+            self.introspection = introspection
+            self.contextPropagation = contextPropagation
         }
     }
 
@@ -64,6 +74,8 @@ public final class ActorSystem: Sendable {
     public let hooks = SystemHooks()
     /// Registered actor providers and loaded plugins (see ``SystemBuilder``).
     let providers = ProviderTable()
+    /// Sampled histograms, job lanes, the stuck-handler watchdog.
+    let introspector: Introspector
 
     let scheduler: Scheduler
     private let schedulerHandle: Unmanaged<Scheduler>
@@ -77,6 +89,12 @@ public final class ActorSystem: Sendable {
     private let actorIDs = Atomic<UInt64>(0)
     /// The system's ``Phase`` (its raw value): written by the shutting-down thread, read by senders.
     private let phase = Atomic<Int>(Phase.running.rawValue)
+    /// Whether a user message may take the fast send path: the system accepts and propagates no
+    /// context. Written once at init and once when shutdown begins; read by every send (the
+    /// same one load that checking the phase cost).
+    let fastSendOpen: Atomic<Bool>
+    /// `configuration.contextPropagation`, read on the slow send path and by the turn.
+    let contextPropagation: (any MessageContextPropagation)?
 
     /// Where a system is in its life.
     enum Phase: Int {
@@ -95,6 +113,9 @@ public final class ActorSystem: Sendable {
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+        contextPropagation = configuration.contextPropagation
+        fastSendOpen = Atomic(configuration.contextPropagation == nil)
+        introspector = Introspector(configuration.introspection)
         deadLetters = DeadLetterOffice(logger: configuration.logger)
         let workers = configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
         scheduler = Scheduler(
@@ -106,6 +127,7 @@ public final class ActorSystem: Sendable {
             duration: configuration.askTimeout, nanoseconds: configuration.askTimeout.nanoseconds)
         scheduler.start()
         hooks.attach(deadLetters: deadLetters)
+        introspector.watchdog?.start(watching: self)
     }
 
     var logger: Logger { configuration.logger }
@@ -378,6 +400,8 @@ public final class ActorSystem: Sendable {
             }
             return ShutdownReport(unstopped: abandonLiveActors())
         }
+        // The fast path closes first: a sender that still took it did so before the phase changed.
+        fastSendOpen.store(false, ordering: .sequentiallyConsistent)
         phase.store(Phase.shuttingDown.rawValue, ordering: .sequentiallyConsistent)
         // Every live actor handles its pending messages, then the stop.
         for cell in liveCells() { cell.requestStop(.systemShutdown) }
@@ -399,7 +423,16 @@ public final class ActorSystem: Sendable {
         return ShutdownReport(unstopped: unstopped)
     }
 
-    private func liveCells() -> [AnyCell] {
+    /// The live cell at `address`, named, if there is one; the address is compared, never
+    /// dereferenced, and the cell is read under the lock that keeps it alive.
+    func findLiveCell(_ address: UInt) -> (address: ActorAddress, messageType: String, isSwiftJob: Bool)? {
+        liveActors.withLock { live in
+            live.first { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) == address }
+                .map { ($0.address, $0.messageTypeName, false) }
+        }
+    }
+
+    func liveCells() -> [AnyCell] {
         liveActors.withLock { $0.cells }
     }
 
@@ -419,6 +452,7 @@ public final class ActorSystem: Sendable {
     private func finishShutdown() {
         scheduler.stopAndJoin()
         timer.stop()
+        introspector.close()
         phase.store(Phase.terminated.rawValue, ordering: .sequentiallyConsistent)
         providers.close()
         // Observers often capture the system; dropping them breaks that cycle, so the system

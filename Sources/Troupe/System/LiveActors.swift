@@ -37,6 +37,18 @@ struct LiveActors {
         return cells
     }
 
+    /// The first live cell (most recent first) that satisfies `predicate`, without building
+    /// the list of all of them.
+    func first(where predicate: (AnyCell) -> Bool) -> AnyCell? {
+        var cursor = head
+        while let cell = cursor {
+            let candidate = cell.takeUnretainedValue()
+            if predicate(candidate) { return candidate }
+            cursor = cell._withUnsafeGuaranteedRef { $0.liveNext }
+        }
+        return nil
+    }
+
     mutating func insert(_ cell: AnyCell) {
         let member = Unmanaged.passRetained(cell)
         cell.liveNext = head

@@ -12,6 +12,8 @@ public final class SystemHooks: Sendable {
     private let stopped = ObserverList<@Sendable (ActorAddress) -> Void>()
     private let failed = ObserverList<@Sendable (ActorFailure, FailureDirective) -> Void>()
     private let restarted = ObserverList<@Sendable (ActorAddress, any Error) -> Void>()
+    private let stuck = ObserverList<@Sendable (StuckHandler) -> Void>()
+    private let timed = ObserverList<@Sendable (MessageTiming) -> Void>()
     /// The system's office, set once by the system right after it is created.
     private let deadLetterOffice = Locked<DeadLetterOffice?>(nil)
 
@@ -49,6 +51,23 @@ public final class SystemHooks: Sendable {
         restarted.add(observer)
     }
 
+    /// Called on the system's timer thread when the stuck-handler watchdog finds a handler
+    /// running past its threshold (``StuckHandler/Phase-swift.enum/running``), and again when
+    /// that handler has ended (``StuckHandler/Phase-swift.enum/finished``). See
+    /// ``ActorSystem/Introspection/stuckHandlerThreshold``.
+    @discardableResult
+    public func onStuckHandler(_ observer: @escaping @Sendable (StuckHandler) -> Void) -> Observation {
+        stuck.add(observer)
+    }
+
+    /// Called on the worker thread after each sampled message's handler (one message in
+    /// ``ActorSystem/Introspection/samplingInterval``), with its time in the mailbox and its
+    /// handler's duration: where a metrics backend records its timers.
+    @discardableResult
+    public func onMessageTimed(_ observer: @escaping @Sendable (MessageTiming) -> Void) -> Observation {
+        timed.add(observer)
+    }
+
     /// Called for every later dead letter, on the thread that dead-letters it (a worker or a
     /// sender). The same stream as ``DeadLetterOffice/observe(_:)``; offered here so that a
     /// plugin finds every runtime event in one place.
@@ -67,6 +86,18 @@ public final class SystemHooks: Sendable {
         stopped.close()
         failed.close()
         restarted.close()
+        stuck.close()
+        timed.close()
+    }
+
+    func stuckHandler(_ report: StuckHandler) {
+        stuck.forEach { $0(report) }
+    }
+
+    func messageTimed(_ actor: @autoclosure () -> ActorAddress, timeInMailbox: Duration, handlerDuration: Duration) {
+        guard !timed.isEmpty else { return }
+        let timing = MessageTiming(actor: actor(), timeInMailbox: timeInMailbox, handlerDuration: handlerDuration)
+        timed.forEach { $0(timing) }
     }
 
     func actorStarted(_ address: ActorAddress) {

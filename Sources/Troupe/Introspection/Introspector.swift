@@ -1,0 +1,77 @@
+internal import TroupeLocks
+import Synchronization
+internal import CTroupe
+
+/// A system's introspection state: its settings, its sampled histograms, the Swift executors'
+/// job lanes it knows of, and its stuck-handler watchdog.
+///
+/// Thread-safety: the settings and histogram pointers are immutable after init; the histograms
+/// are recorded into with atomic adds by any worker (`CTroupe_histogram_record`); `lanes` is
+/// locked; `closed` is an atomic, so that ``close()`` runs once.
+final class Introspector: @unchecked Sendable {  // see the thread-safety contract above
+    /// The process-wide sampling this system asked for (0: none); see `CTroupe_sampling_begin`.
+    let samplingInterval: UInt32
+    let perActorHistograms: Bool
+    let tracksMailboxDepths: Bool
+    let timeInMailbox: OpaquePointer
+    let handlerDuration: OpaquePointer
+    /// `CTroupe_monotonic_ns` at creation, for the snapshot's uptime.
+    let createdAt: Int64
+    let watchdog: StuckHandlerWatchdog?
+    /// Serial executors' lanes (the task executor's are reached through the system), weakly:
+    /// a lane goes with its executor.
+    private let serialLanes = Locked<[ObjectIdentifier: WeakLane]>([:])
+    private let closed = Atomic<Bool>(false)
+
+    struct WeakLane {
+        weak var lane: JobLane?
+    }
+
+    init(_ settings: ActorSystem.Introspection) {
+        samplingInterval = settings.normalizedSamplingInterval
+        perActorHistograms = settings.perActorHistograms
+        tracksMailboxDepths = settings.tracksMailboxDepths
+        timeInMailbox = CTroupe_histogram_create()
+        handlerDuration = CTroupe_histogram_create()
+        createdAt = CTroupe_monotonic_ns()
+        watchdog = settings.watchdogThresholdNanoseconds.map { StuckHandlerWatchdog(thresholdNanoseconds: $0) }
+        if samplingInterval != 0 { CTroupe_sampling_begin(samplingInterval) }
+    }
+
+    /// The system has shut down: stop asking the process to sample. Once.
+    func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if samplingInterval != 0 { CTroupe_sampling_end(samplingInterval) }
+    }
+
+    deinit {
+        close()
+        CTroupe_histogram_destroy(timeInMailbox)
+        CTroupe_histogram_destroy(handlerDuration)
+    }
+
+    func register(serialLane lane: JobLane) {
+        serialLanes.withLock { $0[ObjectIdentifier(lane)] = WeakLane(lane: lane) }
+    }
+
+    func forget(serialLane lane: JobLane) {
+        serialLanes.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(lane)) }
+    }
+
+    /// The serial executors' lanes that still exist.
+    var liveSerialLanes: [JobLane] {
+        serialLanes.withLock { lanes in lanes.values.compactMap(\.lane) }
+    }
+}
+
+/// A cell's own sampled histograms (``ActorSystem/Introspection/perActorHistograms``), made on
+/// its first sampled message by the holder of its scheduling right and freed with the cell.
+final class CellHistograms {
+    let timeInMailbox = CTroupe_histogram_create()!
+    let handlerDuration = CTroupe_histogram_create()!
+
+    deinit {
+        CTroupe_histogram_destroy(timeInMailbox)
+        CTroupe_histogram_destroy(handlerDuration)
+    }
+}

@@ -1,0 +1,70 @@
+internal import CTroupe
+
+/// What an envelope carries beside its payload when the system propagates a context: the
+/// context, and the send time when the envelope was also sampled.
+///
+/// It travels in the envelope header's `sent_at` word, which holds either 0 (nothing), an odd
+/// value (a sampled envelope's send time; the allocator sets the low bit), or, as here, the
+/// even address of a retained `MessageAnnotation`. Whoever takes the envelope's payload takes
+/// the annotation with it (``Envelope/take(as:)``, the turn's annotated path), exactly once.
+final class MessageAnnotation: Sendable {
+    let context: any Sendable
+    /// The sampled send time (odd), or 0.
+    let sentAt: UInt64
+
+    init(context: any Sendable, sentAt: UInt64) {
+        self.context = context
+        self.sentAt = sentAt
+    }
+
+    /// Whether an envelope's `sent_at` word is an annotation's address.
+    @inline(__always)
+    static func isAnnotation(_ word: UInt64) -> Bool { word != 0 && word & 1 == 0 }
+
+    /// Takes the annotation out of a `sent_at` word (its retain passes to the caller).
+    static func take(_ word: UInt64) -> MessageAnnotation {
+        Unmanaged<MessageAnnotation>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(word))!).takeRetainedValue()
+    }
+}
+
+extension Envelope {
+    /// Attaches `context` (with the envelope's send time, if it was sampled). Before the push,
+    /// by the sender, who owns the envelope.
+    func annotate(with context: any Sendable) {
+        let word = raw.pointee.sent_at
+        let annotation = MessageAnnotation(context: context, sentAt: word & 1 != 0 ? word : 0)
+        raw.pointee.sent_at = UInt64(UInt(bitPattern: Unmanaged.passRetained(annotation).toOpaque()))
+    }
+
+    /// Releases the annotation, if any, of an envelope whose payload is being taken without a
+    /// handler (a dead letter, a system message, a job).
+    func dropAnnotation() {
+        let word = raw.pointee.sent_at
+        guard MessageAnnotation.isAnnotation(word) else { return }
+        raw.pointee.sent_at = 0
+        _ = MessageAnnotation.take(word)
+    }
+}
+
+/// Which context a slowly sent message carries (when the system propagates contexts).
+enum CarriedContext {
+    /// The sender's current one (``MessageContextPropagation/captureContext()``).
+    case capture
+    /// This one.
+    case given((any Sendable)?)
+}
+
+extension AnyCell {
+    /// Attaches the context a message carries to its envelope, if there is one. Non-generic, so
+    /// that the existentials are handled by code compiled for them (in the generic send path,
+    /// each copy and destroy went through generic metadata lookups). The sender, before the push.
+    final func attachContext(to envelope: Envelope, _ context: CarriedContext) {
+        guard let propagation = system.contextPropagation else { return }
+        switch context {
+        case .capture:
+            if let captured = propagation.captureContext() { envelope.annotate(with: captured) }
+        case .given(let given):
+            if let given { envelope.annotate(with: given) }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Metrics
+import MetricsTestKit
+import Testing
+import Troupe
+import TroupeMetrics
+import TroupeTestSupport
+
+/// TroupeMetrics reports hooks, polled gauges and sampled timers to a swift-metrics factory.
+@Suite struct TroupeMetricsTests {
+    struct Failing: Error {}
+
+    struct Worker: ActorDefinition {
+        enum Message: Sendable {
+            case work
+            case fail
+            case ping(Reply<Int>)
+            case block(Gate)
+        }
+        func receive(_ message: Message, context: ActorContext<Message>) throws {
+            switch message {
+            case .work: break
+            case .fail: throw Failing()
+            case .ping(let reply): reply.succeed(1)
+            case .block(let gate): gate.enter()
+            }
+        }
+    }
+
+    @Test func countsLifecycleEventsWithTheActorsNameAsADimension() async throws {
+        let metrics = TestMetrics()
+        try await withTestSystem(name: "shop", failureDecider: { _ in .restart }) { system in
+            let reporter = TroupeMetrics(system: system, dimensions: [("host", "a")], factory: metrics)
+            let named = system.spawn(options: SpawnOptions(name: "cart")) { Worker() }
+            let unnamed = system.spawn(Worker())
+            #expect(try await named.ask { .ping($0) } == 1)
+            #expect(try await unnamed.ask { .ping($0) } == 1)
+            named.tell(.fail)
+            #expect(try await named.ask { .ping($0) } == 1)
+            unnamed.stop()
+            _ = await unnamed.terminated()
+            let base = [("system", "shop"), ("host", "a")]
+            let started = try metrics.expectCounter(TroupeMetrics.Name.actorsStarted, base + [("actor", "cart")])
+            #expect(started.totalValue == 1)
+            #expect(
+                try metrics.expectCounter(TroupeMetrics.Name.actorsStarted, base).totalValue == 1,
+                "unnamed: no actor dimension")
+            let failures = try metrics.expectCounter(
+                TroupeMetrics.Name.actorFailures, base + [("actor", "cart"), ("directive", "restart")])
+            #expect(failures.totalValue == 1)
+            #expect(
+                try metrics.expectCounter(TroupeMetrics.Name.actorRestarts, base + [("actor", "cart")]).totalValue == 1)
+            await waitUntil { (try? metrics.expectCounter(TroupeMetrics.Name.actorsStopped, base).totalValue) == 1 }
+            reporter.stop()
+        }
+    }
+
+    @Test func pollsGaugesAndDeadLettersByReason() async throws {
+        let metrics = TestMetrics()
+        try await withTestSystem(name: "poll", introspection: .init(tracksMailboxDepths: true)) { system in
+            let reporter = TroupeMetrics(system: system, pollInterval: .seconds(3600), factory: metrics)
+            let worker = system.spawn(Worker(), options: SpawnOptions(name: "queue"))
+            let gate = Gate()
+            worker.tell(.block(gate))
+            await waitUntil { gate.entered == 1 }
+            for _ in 0..<7 { worker.tell(.work) }
+            let stopped = system.spawn(Worker())
+            stopped.stop()
+            _ = await stopped.terminated()
+            stopped.tell(.work)
+            stopped.tell(.work)
+            reporter.poll(system)
+            let dims = [("system", "poll")]
+            #expect(try metrics.expectGauge(TroupeMetrics.Name.liveActors, dims).lastValue == 1)
+            #expect(try metrics.expectGauge(TroupeMetrics.Name.busyWorkers, dims).lastValue == 1)
+            #expect(
+                try metrics.expectGauge(TroupeMetrics.Name.mailboxDepth, dims + [("actor", "queue")]).lastValue == 7)
+            let deadLetters = try metrics.expectCounter(
+                TroupeMetrics.Name.deadLetters, dims + [("reason", "recipientStopped")])
+            #expect(deadLetters.totalValue == 2)
+            reporter.poll(system)
+            #expect(deadLetters.totalValue == 2, "a poll reports only what is new")
+            gate.open()
+            #expect(try await worker.ask { .ping($0) } == 1)
+            reporter.poll(system)
+            #expect(
+                try metrics.expectGauge(TroupeMetrics.Name.mailboxDepth, dims + [("actor", "queue")]).lastValue == 0)
+            reporter.stop()
+        }
+    }
+
+    @Test func recordsSampledTimesAsTimers() async throws {
+        let metrics = TestMetrics()
+        try await withTestSystem(name: "timed", introspection: .init(samplingInterval: 1)) { system in
+            let reporter = TroupeMetrics(system: system, factory: metrics)
+            let worker = system.spawn(Worker(), options: SpawnOptions(name: "w"))
+            for _ in 0..<2_000 { worker.tell(.work) }
+            #expect(try await worker.ask { .ping($0) } == 1)
+            let dims = [("system", "timed"), ("actor", "w")]
+            let waited = try metrics.expectTimer(TroupeMetrics.Name.timeInMailbox, dims)
+            let ran = try metrics.expectTimer(TroupeMetrics.Name.handlerDuration, dims)
+            #expect(waited.values.count >= 2_001 - 1_024, "the sender notices interval 1 within 1,024 sends")
+            #expect(ran.values.count == waited.values.count)
+            #expect(ran.values.allSatisfy { $0 >= 0 && $0 < 10_000_000_000 })
+            reporter.stop()
+        }
+    }
+
+    @Test func stuckHandlersAreAGauge() async throws {
+        let metrics = TestMetrics()
+        try await withTestSystem(
+            name: "stuck", introspection: .init(stuckHandlerThreshold: .milliseconds(50))
+        ) { system in
+            let reporter = TroupeMetrics(system: system, pollInterval: .seconds(3600), factory: metrics)
+            let worker = system.spawn(Worker())
+            let gate = Gate()
+            worker.tell(.block(gate))
+            let gauge = { try? metrics.expectGauge(TroupeMetrics.Name.stuckHandlers, [("system", "stuck")]).lastValue }
+            await waitUntil { gauge() == 1 }
+            gate.open()
+            await waitUntil { gauge() == 0 }
+            reporter.stop()
+        }
+    }
+}
