@@ -10,6 +10,8 @@ let package = Package(
         .package(name: "Troupe", path: ".."),
         // Latency percentiles in troupe-bench.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // The command line.
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.3.0"),
         // The tracing rows' ServiceContext.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
     ],
@@ -24,6 +26,7 @@ let package = Package(
                 .product(name: "TroupeTracing", package: "Troupe"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "troupe-bench"
         ),

@@ -4,9 +4,9 @@ import Troupe
 // MARK: ask → promise
 
 extension MessageTarget {
-    /// Sends a request built around a ``Reply`` (to the actor, or to the member a pool's
+    /// Sends a request built around a `Reply` (to the actor, or to the member a pool's
     /// routing picks) and returns a promise of the answer, without waiting and without creating
-    /// a task. Fails with the ``AskError`` of the ask (timeout, recipient stopped, no reply,
+    /// a task. Fails with the `AskError` of the ask (timeout, recipient stopped, no reply,
     /// undeliverable, handler error). The promise completes on the thread that completes the
     /// ask (the replier's worker, or the ask timer's thread).
     ///
@@ -25,7 +25,7 @@ extension MessageTarget {
 
 extension MessageTarget where Message == AnyMessage {
     /// Sends `payload` to an actor with per-type handlers (or a pool of them) and returns a
-    /// promise of the handler's answer (of type `Value`). Fails with the ``AskError`` of the
+    /// promise of the handler's answer (of type `Value`). Fails with the `AskError` of the
     /// ask. No task is created: the promise completes on the thread that completes the ask.
     public func askPromise<Payload: Sendable, Value: Sendable>(
         _ payload: Payload,
@@ -42,7 +42,7 @@ extension MessageTarget where Message == AnyMessage {
 
 extension MessageHandlers {
     /// Future reaction returning a promise: the asker is answered with the promise's
-    /// value, or fails with ``AskError/failed(_:)`` carrying its error. The body runs on the
+    /// value, or fails with `AskError.failed(_:)` carrying its error. The body runs on the
     /// actor; the answer is sent on the thread that completes the promise.
     ///
     /// ```swift

@@ -116,8 +116,10 @@ import TroupeTestSupport
             configuration: .init(
                 services: [.init(service: ActorSystemService(system)), .init(service: server)],
                 logger: quietLogger))
-        let running = Task { try await group.run() }
-        await waitUntil { server.answered.value >= 20 }
+        // On Troupe's workers (the group and its services' tasks inherit the preference): on the
+        // 2-thread global pool, other suites' blocking waits starved this test once for 20 s.
+        let running = Task(executorPreference: system.taskExecutor) { try await group.run() }
+        await waitUntil(timeout: .seconds(60)) { server.answered.value >= 20 }
         await group.triggerGracefulShutdown()
         try await running.value
         let stillAccepting = server.accepting.load(ordering: .sequentiallyConsistent)

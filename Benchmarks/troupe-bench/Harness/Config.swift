@@ -1,4 +1,4 @@
-// Command line and parameters of a run.
+// Parameters of a run (the command line is in Command.swift).
 
 import Glibc
 
@@ -170,95 +170,35 @@ struct BenchConfig: Sendable {
         }
     }
 
-    static let usage = """
-        usage: troupe-bench [--quick] [--json] [--filter NAME]... [--runs N] [--no-warmup] [--baseline-full]
-               troupe-bench --check-allocations FILE [--filter NAME]...
-               troupe-bench --record-allocations FILE [--filter NAME]...
-          --quick          every workload at a small size; verifies every result, finishes in seconds
-          --json           print a JSON array of measurements instead of the table
-          --filter NAME    run only matching rows (repeatable). NAME equal to a workload name selects
-                           that workload; =Workload/System selects one row; anything else is a
-                           case-insensitive substring of the workload or system name (e.g. Troupe)
-          --runs N         run each throughput workload N times, report the fastest (default 1)
-          --no-warmup      skip the unreported small warm-up run
-          --baseline-full  run the Swift native / Dispatch rows at the Troupe sizes
-          --check-allocations FILE
-                           allocation guard: run the Troupe rows at guard sizes and compare
-                           allocations per msg with FILE (Benchmarks/Thresholds/allocations.json);
-                           exit 1 when one exceeds its threshold + tolerance. Counts, never time.
-          --record-allocations FILE
-                           run the same rows and write their counts as a new thresholds file
-        workloads: \(Workload.allCases.map(\.rawValue).joined(separator: ", "))
-        """
-
-    /// Parses the arguments (without the program name). Exits with status 2 on bad usage.
-    static func parse(_ arguments: [String]) -> BenchConfig {
-        var config = BenchConfig()
-        var index = 0
-        func value(for flag: String) -> String {
-            index += 1
-            guard index < arguments.count else { usageError("\(flag) needs a value") }
-            return arguments[index]
+    /// Settles what the flags imply: quick sizes, the allocation guard's sizes and runs.
+    mutating func applyModes() {
+        if quick {
+            idleSeconds = 0.2
+            memoryActors = sizes[.memoryPerIdleActor]!.quick
+            activeTimers = sizes[.timersMemory]!.quick
+            latenessWindow = (from: 0.05, to: 0.1)
+            latenessGraceSeconds = 0.02
+            warmUp = false
         }
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "--quick": config.quick = true
-            case "--json": config.json = true
-            case "--filter": config.filters.append(value(for: argument))
-            case "--runs":
-                let text = value(for: argument)
-                guard let runs = Int(text), runs >= 1 else {
-                    usageError("--runs needs a positive integer, got '\(text)'")
-                }
-                config.runs = runs
-            case "--no-warmup": config.warmUp = false
-            case "--baseline-full": config.baselineFull = true
-            case "--check-allocations": config.checkAllocationsFile = value(for: argument)
-            case "--record-allocations": config.recordAllocationsFile = value(for: argument)
-            case "-h", "--help":
-                print(usage)
-                exit(0)
-            default:
-                if argument.hasPrefix("--filter=") {
-                    config.filters.append(String(argument.dropFirst("--filter=".count)))
-                } else {
-                    usageError("unknown argument '\(argument)'")
-                }
-            }
-            index += 1
-        }
-        if config.checkAllocationsFile != nil && config.recordAllocationsFile != nil {
-            usageError("--check-allocations and --record-allocations are exclusive")
-        }
-        if config.quick {
-            config.idleSeconds = 0.2
-            config.memoryActors = config.sizes[.memoryPerIdleActor]!.quick
-            config.activeTimers = config.sizes[.timersMemory]!.quick
-            config.latenessWindow = (from: 0.05, to: 0.1)
-            config.latenessGraceSeconds = 0.02
-            config.warmUp = false
-        }
-        if config.allocationGuard {
+        if allocationGuard {
             // TimersArmCancel's background timers: enough for a deep heap, quick to set up.
-            config.activeTimers = 10_000
+            activeTimers = 10_000
+            quick = false
+            warmUp = true
+            runs = max(runs, 3)
         }
-        if config.allocationGuard {
-            config.quick = false
-            config.warmUp = true
-            config.runs = max(config.runs, 3)
-        }
-        let anyRow = Workload.allCases.contains { workload in
-            BenchSystem.all.contains { config.includes(workload, system: $0) }
-        }
-        if !anyRow {
-            usageError("--filter \(config.filters.joined(separator: ", ")) matches no row")
-        }
-        return config
     }
 
+    /// Whether any row passes the filters.
+    var selectsAnyRow: Bool {
+        Workload.allCases.contains { workload in
+            BenchSystem.all.contains { includes(workload, system: $0) }
+        }
+    }
+
+    /// A usage error found after parsing: exit status 64 (EX_USAGE), as ArgumentParser's own.
     static func usageError(_ message: String) -> Never {
-        printError("troupe-bench: \(message)\n\(usage)")
-        exit(2)
+        printError("troupe-bench: \(message)\nSee 'troupe-bench --help'.")
+        exit(64)
     }
 }
