@@ -22,8 +22,9 @@ public struct StuckHandler: Sendable, CustomStringConvertible {
     public let messageType: String
     /// The shared worker it blocks (0-based).
     public let worker: Int
-    /// How long it had run when the report was made: at least this long, measured from the
-    /// watchdog's first sight of it (so rounded down by up to one sampling step).
+    /// How long it has run: for ``Phase-swift.enum/running``, at least this long (measured from
+    /// the watchdog's first sight of it, so short by up to one sampling step); for
+    /// ``Phase-swift.enum/finished``, how long it ran, to within one sampling step.
     public let elapsed: Duration
 
     public var description: String {

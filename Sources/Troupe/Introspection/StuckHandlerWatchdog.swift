@@ -77,7 +77,9 @@ final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the 
                     }
                 } else {
                     if let report = seen.report {
-                        finished.append(report.finishing(after: seen.lastSeen - seen.since))
+                        // It started after the look before `since` and ended after `lastSeen`,
+                        // before now: now - since is within one step of how long it ran.
+                        finished.append(report.finishing(after: now - seen.since))
                     }
                     seen = Observation(cell: cell, progress: progress, since: now, lastSeen: now)
                 }
