@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "TroupeMetrics", targets: ["TroupeMetrics"]),
         .library(name: "TroupeServiceLifecycle", targets: ["TroupeServiceLifecycle"]),
         .library(name: "TroupeTracing", targets: ["TroupeTracing"]),
+        .library(name: "TroupeTesting", targets: ["TroupeTesting"]),
         // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
         // plugin package depends on this product so that it links Troupe instead of carrying
         // its own copy. Use either this or `Troupe` in one program, never both.
@@ -76,6 +77,13 @@ let package = Package(
             dependencies: ["Troupe", .product(name: "Tracing", package: "swift-distributed-tracing")],
             path: "Sources/TroupeTracing"
         ),
+        // Deterministic schedules, virtual time and probes for testing actor code.
+        .target(name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeTesting"),
+        .testTarget(
+            name: "TroupeTestingTests",
+            dependencies: ["TroupeTesting", "Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupeTestingTests"
+        ),
         .testTarget(
             name: "TroupeTracingTests",
             dependencies: [
@@ -104,7 +112,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TroupeSupervisionTests",
-            dependencies: ["TroupeSupervision", "Troupe", "TroupeTestSupport"],
+            dependencies: ["TroupeSupervision", "Troupe", "TroupeTestSupport", "TroupeTesting"],
             path: "Tests/TroupeSupervisionTests"
         ),
         .testTarget(

@@ -121,7 +121,7 @@ extension Supervisor {
     /// lock, then carries it out, or escalates it to the parent.
     func handleFailure(of record: ChildRecord, error: any Error, origin: FailureOrigin?) -> FailureResolution {
         let decision = record.policy.decider(error)
-        let now = ContinuousClock.now
+        let now = self.now
         var plan = SupervisionPlan()
         let outcome = state.withLock { state in
             plan = state.makePlan()

@@ -50,6 +50,10 @@ public final class Supervisor: Sendable {
     public let name: String
     public let strategy: SupervisionStrategy
     let state: Locked<SupervisorState>
+    /// Where the supervisor's clock starts: restart-intensity windows and backoff resets are
+    /// measured on the system's clock (`ActorSystem.uptime`), which is virtual time on a
+    /// deterministic test system, expressed as `ContinuousClock` instants from this anchor.
+    private let clockAnchor: (instant: ContinuousClock.Instant, uptime: Duration)
     /// Who observes this supervisor's events.
     let observers = ObserverList<@Sendable (SupervisionEvent) -> Void>()
 
@@ -63,8 +67,12 @@ public final class Supervisor: Sendable {
         self.system = system
         self.strategy = strategy
         self.name = name
+        clockAnchor = (ContinuousClock.now, system.uptime)
         state = Locked(SupervisorState(name: name, parent: parent, observers: observers))
     }
+
+    /// Now, on the system's clock.
+    var now: ContinuousClock.Instant { clockAnchor.instant + (system.uptime - clockAnchor.uptime) }
 
     // MARK: Supervising
 

@@ -2,10 +2,18 @@ import Testing
 import Troupe
 import TroupeSupervision
 import TroupeTestSupport
+import TroupeTesting
 
 /// Directives, scopes, restart intensity, backoff, the failing message's fate, the mailbox
 /// across restarts and the lifecycle hooks.
 @Suite struct SupervisorTests {
+    /// A deterministic system's configuration that keeps the runtime's failure logs quiet.
+    var quietConfiguration: ActorSystem.Configuration {
+        var configuration = ActorSystem.Configuration(name: "supervision")
+        configuration.logger = quietLogger
+        return configuration
+    }
+
     // MARK: Directives
 
     @Test func restartReplacesTheInstanceKeepsTheRefAndCountsIt() async throws {
@@ -232,23 +240,30 @@ import TroupeTestSupport
         }
     }
 
-    @Test func theIntensityWindowSlides() async throws {
-        try await withTestSystem { system in
-            let window = Duration.milliseconds(100)
-            let supervisor = Supervisor(
-                system: system, strategy: .oneForOne(intensity: RestartIntensity(maxRestarts: 1, within: window)))
-            let journal = Journal()
-            let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
-            worker.tell(.failTimed("1"))
-            #expect(try await worker.state().instance == 2)
-            let firstFailure = try #require(journal.failureTimes.values.first)
-            await waitUntil("the first restart left the window") {
-                ContinuousClock.now > firstFailure + window + .milliseconds(20)
-            }
-            worker.tell(.fail("2"))
-            #expect(try await worker.state().instance == 3, "one restart within the window again: allowed")
-            #expect(supervisor.restartCount(of: "worker") == 2)
-        }
+    /// On virtual time: the window is a minute, and the test moves the clock past it.
+    @Test func theIntensityWindowSlides() throws {
+        let system = DeterministicSystem(seed: 21, configuration: quietConfiguration)
+        defer { system.shutdown() }
+        let window = Duration.seconds(60)
+        let supervisor = Supervisor(
+            system: system.system, strategy: .oneForOne(intensity: RestartIntensity(maxRestarts: 1, within: window)))
+        let journal = Journal()
+        let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
+        worker.tell(.failTimed("1"))
+        #expect(try system.ask(worker) { .state($0) }.instance == 2)
+        system.advance(by: window - .seconds(1))
+        worker.tell(.fail("2"))
+        system.runUntilIdle()
+        #expect(worker.isStopped, "a second restart within the window: more than the intensity allows")
+
+        let journal2 = Journal()
+        let worker2 = try supervisor.supervise(id: "worker2") { Worker(journal2) }
+        worker2.tell(.failTimed("1"))
+        #expect(try system.ask(worker2) { .state($0) }.instance == 2)
+        system.advance(by: window + .seconds(1))
+        worker2.tell(.fail("2"))
+        #expect(try system.ask(worker2) { .state($0) }.instance == 3, "the first restart left the window: allowed")
+        #expect(supervisor.restartCount(of: "worker2") == 2)
     }
 
     @Test func restartsCausedBySiblingsDoNotCountAgainstTheIntensity() async throws {
@@ -273,80 +288,77 @@ import TroupeTestSupport
 
     // MARK: Backoff
 
-    @Test func backoffDelaysGrowAndTheFreshInstanceWaitsThemOut() async throws {
-        try await withTestSystem { system in
-            let backoff = RestartBackoff.exponential(
-                initial: .milliseconds(40), maximum: .seconds(1), multiplier: 2, jitter: 0,
-                resetAfter: .seconds(30))
-            let supervisor = Supervisor(system: system, strategy: .oneForOne(backoff: backoff))
-            let events = EventLog(supervisor)
-            let journal = Journal()
-            let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
-            let expected: [Duration] = [.milliseconds(40), .milliseconds(80), .milliseconds(160)]
-            for round in 1...3 {
-                worker.tell(.failTimed("\(round)"))
-                worker.tell(.work(round))  // waits in the mailbox during the pause
-                await waitUntil("restart \(round)") { journal.restartTimes.count == round }
-            }
-            #expect(events.restartDelays == expected)
-            let failed = journal.failureTimes.values
-            let restarted = journal.restartTimes.values
-            for round in 0..<3 {
-                #expect(
-                    restarted[round] - failed[round] >= expected[round],
-                    "restart \(round + 1) came \(restarted[round] - failed[round]) after the failure, before its delay")
-            }
-            #expect(try await worker.state() == WorkerState(instance: 4, handled: [3]))
-            #expect(journal.handled.values == [1, 2, 3], "nothing sent during a pause was lost")
+    /// On virtual time: delays of minutes, waited out exactly, in no real time.
+    @Test func backoffDelaysGrowAndTheFreshInstanceWaitsThemOut() throws {
+        let system = DeterministicSystem(seed: 22, configuration: quietConfiguration)
+        defer { system.shutdown() }
+        let backoff = RestartBackoff.exponential(
+            initial: .seconds(60), maximum: .seconds(3_600), multiplier: 2, jitter: 0, resetAfter: .seconds(36_000))
+        let supervisor = Supervisor(system: system.system, strategy: .oneForOne(backoff: backoff))
+        let events = EventLog(supervisor)
+        let journal = Journal()
+        let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
+        let expected: [Duration] = [.seconds(60), .seconds(120), .seconds(240)]
+        for round in 1...3 {
+            worker.tell(.failTimed("\(round)"))
+            worker.tell(.work(round))  // waits in the mailbox during the pause
+            system.runUntilIdle()
+            #expect(journal.restartTimes.count == round - 1, "paused: not restarted before its delay")
+            system.advance(by: expected[round - 1] - .seconds(1))
+            #expect(journal.restartTimes.count == round - 1, "one second before the delay: still paused")
+            system.advance(by: .seconds(1))
+            #expect(journal.restartTimes.count == round, "restarted exactly when the delay ran out")
         }
+        #expect(events.restartDelays == expected)
+        let failed = journal.failureTimes.values
+        let restarted = journal.restartTimes.values
+        for round in 0..<3 { #expect(restarted[round] - failed[round] == expected[round]) }
+        #expect(try system.ask(worker) { .state($0) } == WorkerState(instance: 4, handled: [3]))
+        #expect(journal.handled.values == [1, 2, 3], "nothing sent during a pause was lost")
     }
 
-    @Test func withAllForOneTheWholeGroupWaitsTheBackoffAndComesBackTogether() async throws {
-        try await withTestSystem { system in
-            let delay = Duration.milliseconds(80)
-            let backoff = RestartBackoff.exponential(initial: delay, maximum: .seconds(1), jitter: 0)
-            let supervisor = Supervisor(system: system, strategy: .allForOne(backoff: backoff))
-            let events = EventLog(supervisor)
-            let failing = Journal(), sibling = Journal()
-            let worker = try supervisor.supervise(id: "failing") { Worker(failing) }
-            let other = try supervisor.supervise(id: "sibling") { Worker(sibling) }
-            worker.tell(.failTimed("group"))
-            other.tell(.work(7))  // queued for the sibling's fresh instance, or handled before the restart
-            await waitUntil("both restarted") { failing.restartTimes.count == 1 && sibling.restartTimes.count == 1 }
-            let failedAt = try #require(failing.failureTimes.values.first)
-            #expect(
-                try #require(sibling.restartTimes.values.first) - failedAt >= delay,
-                "the sibling waited the backoff too")
-            #expect(try #require(failing.restartTimes.values.first) - failedAt >= delay)
-            #expect(events.restartDelays == [delay, delay])
-            #expect(try await other.state().instance == 2)
-            #expect(sibling.handled.values == [7], "the sibling's message was not lost")
-        }
+    @Test func withAllForOneTheWholeGroupWaitsTheBackoffAndComesBackTogether() throws {
+        let system = DeterministicSystem(seed: 23, configuration: quietConfiguration)
+        defer { system.shutdown() }
+        let delay = Duration.seconds(80)
+        let backoff = RestartBackoff.exponential(initial: delay, maximum: .seconds(1_000), jitter: 0)
+        let supervisor = Supervisor(system: system.system, strategy: .allForOne(backoff: backoff))
+        let events = EventLog(supervisor)
+        let failing = Journal(), sibling = Journal()
+        let worker = try supervisor.supervise(id: "failing") { Worker(failing) }
+        let other = try supervisor.supervise(id: "sibling") { Worker(sibling) }
+        worker.tell(.failTimed("group"))
+        other.tell(.work(7))  // queued for the sibling's fresh instance, or handled before the restart
+        system.advance(by: delay - .seconds(1))
+        #expect(failing.restartTimes.count == 0 && sibling.restartTimes.count == 0, "both wait the backoff")
+        system.advance(by: .seconds(1))
+        let failedAt = try #require(failing.failureTimes.values.first)
+        #expect(try #require(sibling.restartTimes.values.first) - failedAt == delay, "the sibling waited too")
+        #expect(try #require(failing.restartTimes.values.first) - failedAt == delay)
+        #expect(events.restartDelays == [delay, delay])
+        #expect(try system.ask(other) { .state($0) }.instance == 2)
+        #expect(sibling.handled.values == [7], "the sibling's message was not lost")
     }
 
-    @Test func backoffResetsAfterAQuietPeriod() async throws {
-        try await withTestSystem { system in
-            // Long enough that the second failure, queued right behind the first, always comes
-            // within it even on a loaded 2-core machine (150 ms was exceeded under load).
-            let quiet = Duration.milliseconds(600)
-            let backoff = RestartBackoff.exponential(
-                initial: .milliseconds(20), maximum: .seconds(1), multiplier: 2, jitter: 0,
-                resetAfter: quiet)
-            let supervisor = Supervisor(system: system, strategy: .oneForOne(backoff: backoff))
-            let events = EventLog(supervisor)
-            let journal = Journal()
-            let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
-            worker.tell(.fail("1"))
-            worker.tell(.fail("2"))
-            await waitUntil("two restarts") { journal.restartTimes.count == 2 }
-            let lastRestart = try #require(journal.restartTimes.last)
-            await waitUntil("quiet for longer than resetAfter") {
-                ContinuousClock.now > lastRestart + quiet + .milliseconds(20)
-            }
-            worker.tell(.fail("3"))
-            await waitUntil("third restart") { journal.restartTimes.count == 3 }
-            #expect(events.restartDelays == [.milliseconds(20), .milliseconds(40), .milliseconds(20)])
-        }
+    @Test func backoffResetsAfterAQuietPeriod() throws {
+        let system = DeterministicSystem(seed: 24, configuration: quietConfiguration)
+        defer { system.shutdown() }
+        let quiet = Duration.seconds(600)
+        let backoff = RestartBackoff.exponential(
+            initial: .seconds(20), maximum: .seconds(1_000), multiplier: 2, jitter: 0, resetAfter: quiet)
+        let supervisor = Supervisor(system: system.system, strategy: .oneForOne(backoff: backoff))
+        let events = EventLog(supervisor)
+        let journal = Journal()
+        let worker = try supervisor.supervise(id: "worker") { Worker(journal) }
+        worker.tell(.fail("1"))
+        worker.tell(.fail("2"))
+        system.advance(by: .seconds(60))
+        #expect(journal.restartTimes.count == 2)
+        system.advance(by: quiet + .seconds(1))
+        worker.tell(.fail("3"))
+        system.advance(by: .seconds(20))
+        #expect(journal.restartTimes.count == 3)
+        #expect(events.restartDelays == [.seconds(20), .seconds(40), .seconds(20)])
     }
 
     @Test func backoffDelayFormula() {

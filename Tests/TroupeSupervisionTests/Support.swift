@@ -18,9 +18,10 @@ final class Journal: Sendable {
     let log = Recorder<String>()
     /// Every `.work` value handled, by any instance, in order.
     let handled = Recorder<Int>()
-    /// When `.failTimed` messages failed, and when fresh instances ran `didRestart`.
-    let failureTimes = Recorder<ContinuousClock.Instant>()
-    let restartTimes = Recorder<ContinuousClock.Instant>()
+    /// When `.failTimed` messages failed, and when fresh instances ran `didRestart`, on the
+    /// system's clock (`ActorSystem.uptime`: virtual time on a deterministic system).
+    let failureTimes = Recorder<Duration>()
+    let restartTimes = Recorder<Duration>()
 
     var restarts: Int { log.values.filter { $0.hasPrefix("didRestart") }.count }
 }
@@ -65,7 +66,7 @@ struct Worker: ActorDefinition {
         case .crash(let tag):
             context.crash(Boom(tag))
         case .failTimed(let tag):
-            journal.failureTimes.append(.now)
+            journal.failureTimes.append(context.system.uptime)
             throw Boom(tag)
         case .failUnlessFresh(let value):
             guard handled.isEmpty else { throw Boom("not fresh") }
@@ -86,7 +87,7 @@ struct Worker: ActorDefinition {
     }
 
     mutating func didRestart(reason: any Error, context: ActorContext<Message>) {
-        journal.restartTimes.append(.now)
+        journal.restartTimes.append(context.system.uptime)
         journal.log.append("didRestart#\(instance) \(reason)")
         started(context: context)
     }

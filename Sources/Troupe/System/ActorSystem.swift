@@ -41,6 +41,10 @@ public final class ActorSystem: Sendable {
         /// Carries a context (a trace) with every message, from its send to its handler; `nil`
         /// (the default) carries nothing. See ``MessageContextPropagation``.
         public var contextPropagation: (any MessageContextPropagation)?
+        /// Runs the system's actors on the caller's thread, one message at a time, on virtual
+        /// time, instead of on worker threads (`TroupeTesting`'s deterministic system sets it;
+        /// see ``ManualDriver``). `nil` (the default): worker threads and the real clock.
+        public var manualDriver: ManualDriver?
 
         public init(
             name: String = "troupe",
@@ -52,7 +56,8 @@ public final class ActorSystem: Sendable {
             logger: Logger = Logger(label: "troupe"),
             services: ServiceLocator = ServiceLocator(),
             introspection: Introspection = Introspection(),
-            contextPropagation: (any MessageContextPropagation)? = nil
+            contextPropagation: (any MessageContextPropagation)? = nil,
+            manualDriver: ManualDriver? = nil
         ) {
             self.name = name
             self.workerCount = workerCount
@@ -64,6 +69,7 @@ public final class ActorSystem: Sendable {
             self.services = services
             self.introspection = introspection
             self.contextPropagation = contextPropagation
+            self.manualDriver = manualDriver
         }
     }
 
@@ -115,20 +121,38 @@ public final class ActorSystem: Sendable {
         self.configuration = configuration
         contextPropagation = configuration.contextPropagation
         fastSendOpen = Atomic(configuration.contextPropagation == nil)
-        introspector = Introspector(configuration.introspection)
+        manualDriver = configuration.manualDriver
+        var introspection = configuration.introspection
+        // No worker to watch: the driver's caller runs every handler.
+        if manualDriver != nil { introspection.stuckHandlerThreshold = nil }
+        introspector = Introspector(introspection)
         deadLetters = DeadLetterOffice(logger: configuration.logger)
-        let workers = configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
+        // A manual system has one shared worker whose thread never starts: its run queue is where
+        // runnable cells wait for the driver.
+        let workers = manualDriver != nil ? 1 : configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
         scheduler = Scheduler(
-            name: configuration.name, workerCount: workers, pin: configuration.pinWorkers,
+            name: configuration.name, workerCount: workers, pin: configuration.pinWorkers && manualDriver == nil,
             batchSize: configuration.batchSize)
         schedulerHandle = Unmanaged.passUnretained(scheduler)
-        timer = DeadlineTimer(name: configuration.name)
+        timer =
+            manualDriver != nil
+            ? DeadlineTimer(virtualTimeNamed: configuration.name) : DeadlineTimer(name: configuration.name)
+        timerEpoch = timer.now
         defaultAskLimit = AskLimit(
             duration: configuration.askTimeout, nanoseconds: configuration.askTimeout.nanoseconds)
-        scheduler.start()
+        if let manualDriver {
+            manualDriver.attach(self)
+        } else {
+            scheduler.start()
+        }
         hooks.attach(deadLetters: deadLetters)
         introspector.watchdog?.start(watching: self)
     }
+
+    /// The driver of a manual system (``Configuration/manualDriver``); nil for a threaded one.
+    let manualDriver: ManualDriver?
+    /// The timer's clock when the system was made (``uptime``'s zero).
+    private let timerEpoch: Int64
 
     var logger: Logger { configuration.logger }
 
@@ -145,6 +169,12 @@ public final class ActorSystem: Sendable {
 
     /// Actors spawned and not yet stopped.
     public var liveActorCount: Int { liveActors.withLock { $0.count } }
+
+    /// Time since the system was made, on the clock its timers use: the monotonic clock, or on
+    /// a manual system (``Configuration/manualDriver``) virtual time. Measure intervals that
+    /// tests should control (restart-intensity windows, quiet periods) with it rather than with
+    /// `ContinuousClock`. Any thread.
+    public var uptime: Duration { .nanoseconds(timer.now - timerEpoch) }
 
     /// Whether `shutdown` has begun.
     public var isShuttingDown: Bool { phase.load(ordering: .acquiring) != Phase.running.rawValue }
@@ -215,7 +245,7 @@ public final class ActorSystem: Sendable {
         var config: CellConfig?
         if CellConfig.needed(for: options, hasFactory: factory != nil) {
             let dedicated =
-                options.executor == .dedicatedThread
+                options.executor == .dedicatedThread && manualDriver == nil
                 ? scheduler.makeDedicatedWorker(label: options.name ?? "\(configuration.name)-dedicated") : nil
             config = CellConfig(options: options, dedicated: dedicated, factory: factory)
         }
@@ -406,6 +436,18 @@ public final class ActorSystem: Sendable {
         // Every live actor handles its pending messages, then the stop.
         for cell in liveCells() { cell.requestStop(.systemShutdown) }
         resumeSuspendedEarly()
+        if let manualDriver {
+            // Nobody else runs a manual system's actors: drain it here, in order, moving virtual
+            // time to the next deadline while actors remain (a handler's ask waiting for its
+            // timeout, a timer the actor waits for).
+            _ = manualDriver.drainInOrder()
+            var rounds = 0
+            while liveActorCount > 0, rounds < 10_000, let next = timer.nextDeadline {
+                _ = timer.advanceVirtualTime(to: next)
+                _ = manualDriver.drainInOrder()
+                rounds += 1
+            }
+        }
         if waitForStop(until: deadline, { liveActorCount == 0 }) {
             finishShutdown()
             return ShutdownReport(unstopped: [])

@@ -27,7 +27,7 @@ final class ActorTimer<Message: Sendable>: TimerEntry, @unchecked Sendable {  //
         }
         if interval > 0 {
             // Fixed rate: the next tick is due one interval after this one was, not after now.
-            let now = CTroupe_monotonic_ns()
+            let now = cell.system.timer.now
             var next = MonotonicDeadline.after(interval, from: deadline)
             if next <= now { next = MonotonicDeadline.after(interval, from: now) }
             cell.system.timer.schedule(self, atNanoseconds: next)

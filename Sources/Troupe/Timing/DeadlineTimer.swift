@@ -114,9 +114,53 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
     /// asks with similar timeouts costs no wake-ups.
     private let sleepingUntil = Atomic<Int64>(Int64.max)
     private var thread: pthread_t?
+    /// Whether the timer runs on virtual time (a ``ManualDriver``'s system).
+    private let isVirtual: Bool
+    /// Virtual time, in nanoseconds since the timer was made (unused on the real clock). Moved
+    /// forward only by ``advanceVirtualTime(to:)``.
+    private let virtualNow = Atomic<Int64>(0)
 
     init(name: String) {
+        isVirtual = false
         thread = Threads.start(name: "\(name)-timer") { [self] in run() }
+    }
+
+    /// A timer on virtual time: no thread; due entries fire when ``advanceVirtualTime(to:)``
+    /// reaches them, on the thread that calls it.
+    init(virtualTimeNamed name: String) {
+        isVirtual = true
+        thread = nil
+    }
+
+    /// The clock deadlines are measured on: the monotonic clock, or virtual time. Any thread.
+    @usableFromInline
+    var now: Int64 { isVirtual ? virtualNow.load(ordering: .acquiring) : CTroupe_monotonic_ns() }
+
+    /// Virtual time only: fires every entry due by `target`, earliest first (entries with one
+    /// deadline in the order they were scheduled), each with the clock set to its deadline,
+    /// then sets the clock to `target`. Entries that firing schedules are fired too when due.
+    /// Returns how many fired. One caller at a time (the driver's thread).
+    func advanceVirtualTime(to target: Int64) -> Int {
+        precondition(isVirtual, "advanceVirtualTime on a timer of the real clock")
+        var fired = 0
+        while true {
+            let next: TimerEntry? = heap.withLock { heap in
+                guard let first = heap.entries.first, first.deadline <= target else { return nil }
+                heap.remove(first)
+                return first
+            }
+            guard let next else { break }
+            virtualNow.store(max(virtualNow.load(ordering: .relaxed), next.deadline), ordering: .releasing)
+            next.fire()
+            fired += 1
+        }
+        virtualNow.store(max(virtualNow.load(ordering: .relaxed), target), ordering: .releasing)
+        return fired
+    }
+
+    /// The earliest pending deadline that still needs to fire, if any (virtual time).
+    var nextDeadline: Int64? {
+        heap.withLock { heap in heap.entries.filter { !$0.isDone }.map(\.deadline).min() }
     }
 
     /// Number of pending entries.
@@ -125,7 +169,7 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
     /// Fires `entry` once `delay` has passed, unless cancelled first. Any thread.
     @usableFromInline
     func schedule(_ entry: TimerEntry, after delay: Duration) {
-        schedule(entry, atNanoseconds: MonotonicDeadline.after(delay))
+        schedule(entry, atNanoseconds: MonotonicDeadline.after(delay.nanoseconds, from: now))
     }
 
     /// Fires `entry` at `deadline` (``CTroupe_monotonic_ns`` time). Any thread, including the
@@ -133,7 +177,7 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
     /// Arms an ask's time limit (no `Duration` math: the limit is in nanoseconds). Any thread.
     @usableFromInline
     func armTimeout(of ask: AskStateBase) {
-        schedule(ask, atNanoseconds: MonotonicDeadline.after(ask.timeoutNanoseconds, from: CTroupe_monotonic_ns()))
+        schedule(ask, atNanoseconds: MonotonicDeadline.after(ask.timeoutNanoseconds, from: now))
     }
 
     /// Schedules `entry`. Entries that complete otherwise without being cancelled (asks) stay

@@ -1,0 +1,197 @@
+import Testing
+import Troupe
+import TroupeTestSupport
+import TroupeTesting
+
+/// The deterministic system: schedules chosen by a seed and replayed by it, virtual time, asks.
+@Suite struct DeterministicSystemTests {
+    /// Records the order in which it hears from senders.
+    struct Log: ActorDefinition {
+        enum Message: Sendable {
+            case heard(String)
+            case all(Reply<[String]>)
+        }
+        var heard: [String] = []
+        mutating func receive(_ message: Message, context: ActorContext<Message>) {
+            switch message {
+            case .heard(let line): heard.append(line)
+            case .all(let reply): reply.succeed(heard)
+            }
+        }
+    }
+
+    /// Tells the log its name `count` times, one message per step.
+    struct Talker: ActorDefinition {
+        enum Message: Sendable { case talk(Int) }
+        let name: String
+        let log: ActorRef<Log.Message>
+        func receive(_ message: Message, context: ActorContext<Message>) {
+            guard case .talk(let left) = message, left > 0 else { return }
+            log.tell(.heard(name))
+            context.ref.tell(.talk(left - 1))
+        }
+    }
+
+    func interleaving(seed: UInt64) throws -> [String] {
+        let system = DeterministicSystem(seed: seed)
+        defer { system.shutdown() }
+        let log = system.spawn(Log())
+        for name in ["a", "b", "c"] { system.spawn(Talker(name: name, log: log)).tell(.talk(4)) }
+        system.runUntilIdle()
+        return try system.ask(log) { .all($0) }
+    }
+
+    @Test func theSameSeedReplaysTheSameScheduleAndOthersDiffer() throws {
+        let first = try interleaving(seed: 7)
+        #expect(first.count == 12)
+        for _ in 0..<20 { #expect(try interleaving(seed: 7) == first) }
+        let others = try (0..<20).map { try interleaving(seed: UInt64(100 + $0)) }
+        #expect(Set(others.map { $0.joined() }).count > 1, "different seeds interleave differently")
+    }
+
+    @Test func nothingRunsUntilTheTestSteps() throws {
+        let system = DeterministicSystem(seed: 1)
+        defer { system.shutdown() }
+        let counter = system.spawn(Counter())
+        counter.tell(.add(5))
+        #expect(system.driver.runnableCount == 1)
+        #expect(system.trace.isEmpty)
+        let step = try #require(system.step())
+        #expect(step.actor == counter.address)
+        #expect(system.step() == nil, "one message per step: started and add ran in the first")
+        #expect(try system.ask(counter) { .get($0) } == 5)
+        #expect(system.trace.count == 2)
+        #expect("\(system)".hasPrefix("DeterministicSystem(seed: 1)"))
+    }
+
+    /// Sends itself a tick every minute, counting them.
+    struct Ticker: ActorDefinition {
+        enum Message: Sendable {
+            case tick
+            case count(Reply<Int>)
+        }
+        var ticks = 0
+        mutating func started(context: ActorContext<Message>) {
+            context.startPeriodicTimer(key: "tick", message: .tick, every: .seconds(60))
+        }
+        mutating func receive(_ message: Message, context: ActorContext<Message>) {
+            switch message {
+            case .tick: ticks += 1
+            case .count(let reply): reply.succeed(ticks)
+            }
+        }
+    }
+
+    @Test func timersFireOnVirtualTimeWithoutRealSleeping() throws {
+        let system = DeterministicSystem(seed: 3)
+        defer { system.shutdown() }
+        let ticker = system.spawn(Ticker())
+        let started = ContinuousClock.now
+        system.advance(by: .seconds(36_000))
+        #expect(try system.ask(ticker) { .count($0) } == 600)
+        #expect(system.now == .seconds(36_000))
+        #expect(ContinuousClock.now - started < .seconds(10), "ten virtual hours, no real ones")
+    }
+
+    /// Keeps every reply it is asked for, unanswered.
+    struct Hoarder: ActorDefinition {
+        enum Message: Sendable { case hold(Reply<Int>) }
+        var kept: [Reply<Int>] = []
+        mutating func receive(_ message: Message, context: ActorContext<Message>) {
+            if case .hold(let reply) = message { kept.append(reply) }
+        }
+    }
+
+    @Test func anUnansweredAskTimesOutInVirtualTime() {
+        let system = DeterministicSystem(seed: 4)
+        defer { system.shutdown() }
+        let hoarder = system.spawn(Hoarder())
+        let started = ContinuousClock.now
+        do {
+            _ = try system.ask(hoarder, timeout: .seconds(30)) { .hold($0) }
+            Issue.record("answered")
+        } catch {
+            guard case .timedOut(let after) = error else {
+                Issue.record("expected a timeout, got \(error)")
+                return
+            }
+            #expect(after == .seconds(30))
+        }
+        #expect(system.now == .seconds(30), "the ask's own timeout moved virtual time")
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    struct Failing: Error {}
+
+    /// Fails on every `.fail`.
+    struct Fragile: ActorDefinition {
+        enum Message: Sendable {
+            case fail
+            case ping(Reply<Int>)
+        }
+        func receive(_ message: Message, context: ActorContext<Message>) throws {
+            switch message {
+            case .fail: throw Failing()
+            case .ping(let reply): reply.succeed(1)
+            }
+        }
+    }
+
+    @Test func aTenMinuteRestartBackoffRunsInVirtualTime() throws {
+        var configuration = ActorSystem.Configuration(name: "backoff")
+        configuration.failureDecider = { _ in .restart(after: .seconds(600)) }
+        configuration.logger = quietLogger
+        let system = DeterministicSystem(seed: 5, configuration: configuration)
+        defer { system.shutdown() }
+        let restarted = TestLock(0)
+        system.system.hooks.onActorRestarted { _, _ in restarted.withLock { $0 += 1 } }
+        let fragile = system.spawn(options: SpawnOptions()) { Fragile() }
+        fragile.tell(.fail)
+        system.runUntilIdle()
+        #expect(restarted.withLock { $0 } == 0, "suspended for ten virtual minutes")
+        system.advance(by: .seconds(540))
+        #expect(restarted.withLock { $0 } == 0)
+        system.advance(by: .seconds(60))
+        #expect(restarted.withLock { $0 } == 1)
+        #expect(try system.ask(fragile) { .ping($0) } == 1)
+    }
+
+    @Test func aHeldActorRunsOnlyOnceVirtualTimeReleasesIt() throws {
+        let system = DeterministicSystem(seed: 6)
+        defer { system.shutdown() }
+        let counter = system.spawn(Counter())
+        system.runUntilIdle()
+        system.hold(counter.address, for: .seconds(5))
+        counter.tell(.add(1))
+        #expect(system.step() == nil, "held")
+        system.advance(by: .seconds(4))
+        #expect(system.driver.runnableCount == 1, "still waiting")
+        system.advance(by: .seconds(1))
+        #expect(system.driver.runnableCount == 0)
+        #expect(try system.ask(counter) { .get($0) } == 1)
+    }
+
+    @Test func tasksOnTheTaskExecutorRunAsSteps() throws {
+        let system = DeterministicSystem(seed: 8)
+        defer { system.shutdown() }
+        let counter = system.spawn(Counter())
+        let result = TestLock<Int?>(nil)
+        Task(executorPreference: system.system.taskExecutor) {
+            let value = try await counter.ask { .get($0) }
+            result.withLock { $0 = value }
+        }
+        // The task's first job is enqueued when the Task is created; run everything.
+        var rounds = 0
+        while result.withLock({ $0 }) == nil && rounds < 10_000 {
+            if system.step() == nil { usleepMicroseconds(100) }
+            rounds += 1
+        }
+        #expect(result.withLock { $0 } == 0)
+        #expect(system.trace.contains { $0.isSwiftJob })
+    }
+}
+
+func usleepMicroseconds(_ microseconds: Int) {
+    let deadline = ContinuousClock.now + .microseconds(microseconds)
+    while ContinuousClock.now < deadline {}
+}
