@@ -23,9 +23,10 @@ import Troupe
 /// What is not modelled: code that runs on other threads (a plain thread or Swift's global
 /// executor telling actors while the test steps, `Task.sleep` or I/O inside tasks) is outside
 /// the schedule; `askBlocking` would wait forever (nothing runs while the test's thread
-/// blocks), so ask with ``ask(_:timeout:_:)``; an `await ref.ask` from the test itself also
-/// waits for steps that only the test can take. Swift tasks on the system's task executor
-/// (`context.run`, `Task(executorPreference: system.taskExecutor)`) run as steps like actors.
+/// blocks). Asks work: ``ask(_:timeout:_:)``, or `try await ref.ask` from the test, which
+/// runs the system until answered just as that method does. Swift tasks on the system's task
+/// executor (`context.run`, `Task(executorPreference: system.taskExecutor)`) run as steps like
+/// actors.
 /// Dedicated threads are not made, and the stuck-handler watchdog is off.
 ///
 /// Thread-safety: drive it from one thread (the test's).
@@ -36,17 +37,16 @@ public final class DeterministicSystem: Sendable, CustomStringConvertible {
     public let system: ActorSystem
     /// Its driver (for finer control than this type offers).
     public let driver: ManualDriver
-    private let generator: Locked<SeededGenerator>
-    private let steps = Locked<[ManualDriver.Step]>([])
-    private let holds = Locked<[ActorAddress: Duration]>([:])
+    private let schedule: SeededSchedule
 
     /// A system scheduled by `seed` (by default a random one, printed by ``description``).
-    /// `configuration`'s name, logger, failure decider, ask timeout, batch size (ignored: one
-    /// message per step), services and propagation are used; its worker settings are not.
+    /// `configuration`'s name, logger, failure decider, ask timeout, services and propagation
+    /// are used; its worker settings and batch size are not (one message per step).
     public init(seed: UInt64 = UInt64.random(in: 0...UInt64.max), configuration: ActorSystem.Configuration? = nil) {
         self.seed = seed
-        generator = Locked(SeededGenerator(seed: seed))
+        schedule = SeededSchedule(seed: seed)
         driver = ManualDriver()
+        driver.setSchedule(schedule)
         var configured = configuration ?? ActorSystem.Configuration(name: "deterministic")
         configured.manualDriver = driver
         system = ActorSystem(configuration: configured)
@@ -72,7 +72,7 @@ public final class DeterministicSystem: Sendable, CustomStringConvertible {
     public var now: Duration { driver.now }
 
     /// Every step run so far.
-    public var trace: [ManualDriver.Step] { steps.withLock { $0 } }
+    public var trace: [ManualDriver.Step] { driver.trace }
 
     /// `seed N, M steps, virtual time T`: what a failing test prints to be replayed.
     public var description: String {
@@ -82,32 +82,13 @@ public final class DeterministicSystem: Sendable, CustomStringConvertible {
     /// Keeps `actor` from running until virtual time has moved on by `duration` (its messages
     /// wait in its mailbox): a delayed network, a slow consumer.
     public func hold(_ actor: ActorAddress, for duration: Duration) {
-        holds.withLock { $0[actor] = now + duration }
+        schedule.hold(actor, until: now + duration)
     }
 
     /// Runs one message (or Swift job) of one runnable actor, chosen by the seeded generator
     /// among those not held; nil when none can run.
     @discardableResult
-    public func step() -> ManualDriver.Step? {
-        let runnable = driver.runnable
-        guard !runnable.isEmpty else { return nil }
-        let current = now
-        let eligible = holds.withLock { holds in
-            runnable.indices.filter { index in
-                guard let until = holds[runnable[index]] else { return true }
-                if until <= current {
-                    holds[runnable[index]] = nil
-                    return true
-                }
-                return false
-            }
-        }
-        guard !eligible.isEmpty else { return nil }
-        let pick = generator.withLock { eligible[Int($0.next() % UInt64(eligible.count))] }
-        guard let step = driver.run(at: pick) else { return nil }
-        steps.withLock { $0.append(step) }
-        return step
-    }
+    public func step() -> ManualDriver.Step? { driver.step() }
 
     /// Steps until nothing can run (without moving time); returns the steps run. Traps after
     /// `maxSteps` (an actor that keeps itself busy forever), saying so.
@@ -131,7 +112,7 @@ public final class DeterministicSystem: Sendable, CustomStringConvertible {
         precondition(duration >= .zero, "DeterministicSystem.advance(by: \(duration)): virtual time only moves forward")
         let target = now + duration
         runUntilIdle()
-        while let next = nextEvent(), next <= target {
+        while let next = driver.nextEvent, next <= target {
             driver.advance(by: max(.zero, next - now))
             runUntilIdle()
         }
@@ -140,36 +121,54 @@ public final class DeterministicSystem: Sendable, CustomStringConvertible {
     }
 
     /// Asks `ref` and runs the system (moving virtual time to the next deadline whenever it is
-    /// idle) until the answer or the ask's error arrives: the way a test asks here. Throws the
-    /// ask's `AskError`; its timeout (default: the configuration's) is virtual time.
+    /// idle) until the answer or the ask's error arrives. Throws the ask's `AskError`; its
+    /// timeout (default: the configuration's) is virtual time. (`try await ref.ask` from the
+    /// test does the same; this form needs no `async` context.)
     public func ask<Message: Sendable, Value: Sendable>(
         _ ref: ActorRef<Message>, timeout: Duration? = nil, _ request: (Reply<Value>) -> Message
     ) throws(AskError) -> Value {
         let answer = Locked<Result<Value, AskError>?>(nil)
         ref.ask(timeout: timeout, request) { result in answer.withLock { $0 = result } }
-        while true {
-            if let result = answer.withLock({ $0 }) { return try result.get() }
-            if step() != nil { continue }
-            // Idle: the answer waits for time (a timer, a held actor, or the ask's own timeout).
-            guard let next = nextEvent() else {
-                preconditionFailure(
-                    "\(self): an ask to \(ref.address) can never be answered (no actor can run and nothing is due)")
-            }
-            driver.advance(by: max(.zero, next - now))
-        }
+        driver.run(until: { answer.withLock { $0 } != nil }, what: "the answer of \(ref.address)")
+        return try answer.withLock { $0 }!.get()
     }
 
-    /// When something next becomes due: a timer (or ask timeout, delayed restart), or a held
-    /// actor's release.
-    func nextEvent() -> Duration? {
-        let current = now
-        let release = holds.withLock { $0.values.filter { $0 > current }.min() }
-        return [driver.nextDeadline, release].compactMap { $0 }.min()
-    }
+    /// When something next becomes due (a timer, or a held actor's release).
+    func nextEvent() -> Duration? { driver.nextEvent }
 
     /// Shuts the system down on this thread: every actor handles what is in its mailbox, in
     /// order, and stops.
     public func shutdown() {
         system.shutdownBlocking()
+    }
+}
+
+/// The seeded choice of the next runnable actor, and the actors held back until a time.
+final class SeededSchedule: ManualSchedule {
+    private let state: Locked<(generator: SeededGenerator, holds: [ActorAddress: Duration])>
+
+    init(seed: UInt64) { state = Locked((SeededGenerator(seed: seed), [:])) }
+
+    func hold(_ actor: ActorAddress, until time: Duration) {
+        state.withLock { $0.holds[actor] = time }
+    }
+
+    func choose(among runnable: [ActorAddress], at now: Duration) -> Int? {
+        state.withLock { state in
+            let eligible = runnable.indices.filter { index in
+                guard let until = state.holds[runnable[index]] else { return true }
+                if until <= now {
+                    state.holds[runnable[index]] = nil
+                    return true
+                }
+                return false
+            }
+            guard !eligible.isEmpty else { return nil }
+            return eligible[Int(state.generator.next() % UInt64(eligible.count))]
+        }
+    }
+
+    func nextRelease(after now: Duration) -> Duration? {
+        state.withLock { state in state.holds.values.filter { $0 > now }.min() }
     }
 }

@@ -121,22 +121,6 @@ import TroupeTesting
         #expect(ContinuousClock.now - started < .seconds(10))
     }
 
-    struct Failing: Error {}
-
-    /// Fails on every `.fail`.
-    struct Fragile: ActorDefinition {
-        enum Message: Sendable {
-            case fail
-            case ping(Reply<Int>)
-        }
-        func receive(_ message: Message, context: ActorContext<Message>) throws {
-            switch message {
-            case .fail: throw Failing()
-            case .ping(let reply): reply.succeed(1)
-            }
-        }
-    }
-
     @Test func aTenMinuteRestartBackoffRunsInVirtualTime() throws {
         var configuration = ActorSystem.Configuration(name: "backoff")
         configuration.failureDecider = { _ in .restart(after: .seconds(600)) }
@@ -145,7 +129,7 @@ import TroupeTesting
         defer { system.shutdown() }
         let restarted = TestLock(0)
         system.system.hooks.onActorRestarted { _, _ in restarted.withLock { $0 += 1 } }
-        let fragile = system.spawn(options: SpawnOptions()) { Fragile() }
+        let fragile = system.spawn(options: SpawnOptions()) { FailOnDemand() }
         fragile.tell(.fail)
         system.runUntilIdle()
         #expect(restarted.withLock { $0 } == 0, "suspended for ten virtual minutes")
@@ -194,4 +178,59 @@ import TroupeTesting
 func usleepMicroseconds(_ microseconds: Int) {
     let deadline = ContinuousClock.now + .microseconds(microseconds)
     while ContinuousClock.now < deadline {}
+}
+
+/// What runs as on the real system: awaited asks from the test, pools, Swift actors on Troupe's
+/// serial executors.
+@Suite struct DeterministicBehaviourTests {
+    @Test func anAwaitedAskFromTheTestRunsTheSystemUntilAnswered() async throws {
+        let system = DeterministicSystem(seed: 41)
+        let counter = system.spawn(Counter())
+        counter.tell(.add(3))
+        let total = try await counter.ask { .get($0) }
+        #expect(total == 3)
+        #expect(system.trace.count == 2)
+        system.shutdown()
+    }
+
+    @Test func poolsRouteAndAnswer() throws {
+        let system = DeterministicSystem(seed: 42)
+        defer { system.shutdown() }
+        let pool = try system.system.spawnPool(size: 3, routing: .roundRobin) { _ in Counter() }
+        for _ in 0..<6 { pool.tell(.add(1)) }
+        system.runUntilIdle()
+        let totals = pool.members.map { member in (try? system.ask(member) { .get($0) }) ?? -1 }
+        #expect(totals == [2, 2, 2])
+    }
+
+    actor Tally {
+        nonisolated let executor: TroupeSerialExecutor
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+        var count = 0
+        init(executor: TroupeSerialExecutor) { self.executor = executor }
+        func bump() -> Int {
+            count += 1
+            return count
+        }
+    }
+
+    @Test func swiftActorsOnTroupeExecutorsRunAsSteps() throws {
+        let system = DeterministicSystem(seed: 43)
+        defer { system.shutdown() }
+        let tally = Tally(executor: system.system.makeSerialExecutor())
+        let done = TestLock<Int?>(nil)
+        Task(executorPreference: system.system.taskExecutor) {
+            var last = 0
+            for _ in 0..<5 { last = await tally.bump() }
+            done.withLock { $0 = last }
+        }
+        var rounds = 0
+        while done.withLock({ $0 }) == nil && rounds < 100_000 {
+            if system.step() == nil { usleepMicroseconds(50) }
+            rounds += 1
+        }
+        #expect(done.withLock { $0 } == 5)
+        let allJobs = system.trace.allSatisfy { $0.isSwiftJob }
+        #expect(allJobs)
+    }
 }

@@ -20,7 +20,11 @@ enum Asking {
         let state = AskState<Value>(limit: system.askLimit(timeout))
         let result: Result<Value, AskError> = await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
-                if state.install(continuation) { send(state) }
+                if state.install(continuation) {
+                    send(state)
+                    // A manual system (tests) has no worker to answer: drive it here.
+                    if _slowPath(system.isManual) { system.driveManually(until: state) }
+                }
             }
         } onCancel: {
             // Ends the ask at once; the request, if sent, stays sent and its late answer is dropped.

@@ -1,6 +1,9 @@
 internal import TroupeLocks
 import Synchronization
 internal import CTroupe
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs a system's actors on the calling thread, one message at a time, on virtual time: the
 /// engine of `TroupeTesting`'s deterministic system (use that; this is its public foundation).
@@ -13,6 +16,11 @@ internal import CTroupe
 /// Swift tasks on the system's task executor (`context.run`, tasks that prefer it) run as jobs
 /// of its lanes, listed and chosen like actors. Dedicated threads are not made: such actors run
 /// like the others. The stuck-handler watchdog is off.
+///
+/// Which runnable actor goes next is the ``ManualSchedule``'s choice (by default the one that
+/// became runnable first); `TroupeTesting` installs a seeded one. An `await ref.ask` made
+/// outside a step (by the test itself) drives the system until it is answered, moving virtual
+/// time to the next deadline whenever nothing can run, so it neither hangs nor needs real time.
 ///
 /// Thread-safety: one caller at a time drives (the test's thread, or the thread that shuts the
 /// system down); `runnable` is locked because senders on other threads (none in a deterministic
@@ -29,10 +37,19 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         /// Runnable cells, in the order they became runnable; each entry carries its scheduling
         /// right (and a retain when `AnyCell.entryRetained` says so).
         var pending: [Unmanaged<AnyCell>] = []
-        var steps = 0
+        var steps: [Step] = []
+        var schedule: any ManualSchedule = FirstRunnable()
     }
+    /// The thread running a step now (0: none): an ask awaited on it suspends as usual, one
+    /// awaited elsewhere drives the system.
+    private let steppingThread = Atomic<UInt>(0)
 
     public init() {}
+
+    /// Chooses which runnable actor each ``step()`` runs (and may hold some back for a while).
+    public func setSchedule(_ schedule: any ManualSchedule) {
+        state.withLock { $0.schedule = schedule }
+    }
 
     deinit {
         buffer.deallocate()
@@ -78,7 +95,10 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
     }
 
     /// Messages (or jobs) run so far.
-    public var steps: Int { state.withLock { $0.steps } }
+    public var steps: Int { state.withLock { $0.steps.count } }
+
+    /// Every step run so far, in order.
+    public var trace: [Step] { state.withLock { $0.steps } }
 
     /// What one step ran.
     public struct Step: Sendable, CustomStringConvertible {
@@ -112,16 +132,58 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         // A strong reference for the turn; the entry's own retain, if any, goes now.
         let cell = entry.takeUnretainedValue()
         if cell.entryRetained { entry.release() }
-        let number = state.withLock { state in
-            state.steps += 1
-            return state.steps
+        let step = state.withLock { state in
+            let step = Step(number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: now)
+            state.steps.append(step)
+            return step
         }
+        let outer = steppingThread.exchange(UInt(pthread_self()), ordering: .relaxed)
         let more = cell.runTurn(buffer: buffer, limit: 1, progress: progress)
+        steppingThread.store(outer, ordering: .relaxed)
         if more {
             let again = cell.makeEntry()
             state.withLock { $0.pending.append(again) }
         }
-        return Step(number: number, actor: cell.address, isSwiftJob: cell.isJobLane, time: now)
+        return step
+    }
+
+    /// Runs one message (or job) of the runnable actor the schedule chooses; nil when nothing
+    /// can run (none runnable, or the schedule holds every one back).
+    @discardableResult
+    public func step() -> Step? {
+        let runnable = self.runnable
+        guard !runnable.isEmpty else { return nil }
+        let (schedule, current) = (state.withLock { $0.schedule }, now)
+        guard let index = schedule.choose(among: runnable, at: current) else { return nil }
+        return run(at: index)
+    }
+
+    /// When something next becomes due: a timer (or ask timeout, delayed restart), or the
+    /// schedule's next release of an actor it holds back.
+    public var nextEvent: Duration? {
+        let (schedule, current) = (state.withLock { $0.schedule }, now)
+        return [nextDeadline, schedule.nextRelease(after: current)].compactMap { $0 }.min()
+    }
+
+    /// Steps (moving virtual time to the next event whenever nothing can run) until `done`.
+    /// Traps when nothing can ever make it true, saying why.
+    public func run(until done: () -> Bool, what: @autoclosure () -> String) {
+        while !done() {
+            if step() != nil { continue }
+            guard let next = nextEvent else {
+                preconditionFailure(
+                    "ManualDriver: \(what()) can never happen: no actor can run and nothing is due (after \(steps) steps, at \(now) of virtual time)"
+                )
+            }
+            advance(by: max(.zero, next - now))
+        }
+    }
+
+    /// An ask awaited on a manual system: outside a step (the test's own `await`), nothing
+    /// else would run the actors, so this drives the system until the ask completes.
+    func driveIfAwaitedOutsideAStep(_ ask: AskStateBase) {
+        guard steppingThread.load(ordering: .relaxed) != UInt(pthread_self()) else { return }
+        run(until: { ask.completed.load(ordering: .acquiring) }, what: "the answer to an awaited ask")
     }
 
     /// Virtual time since the system was made.
@@ -140,11 +202,27 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         return timer.advanceVirtualTime(to: MonotonicDeadline.after(duration.nanoseconds, from: timer.now))
     }
 
-    /// Runs the first runnable actor until none is left (in order, without choice): how
-    /// shutdown drains a manual system. Returns the steps run.
+    /// Runs the first runnable actor until none is left (in order, without the schedule's
+    /// choice): how shutdown drains a manual system. Returns the steps run.
     func drainInOrder(limit: Int = 10_000_000) -> Int {
         var ran = 0
         while ran < limit, run(at: 0) != nil { ran += 1 }
         return ran
     }
+}
+
+/// Decides which runnable actor a ``ManualDriver`` runs next.
+public protocol ManualSchedule: Sendable {
+    /// The index in `runnable` (actors in the order they became runnable) of the one to run at
+    /// virtual time `now`, or nil to run none of them yet.
+    func choose(among runnable: [ActorAddress], at now: Duration) -> Int?
+    /// When an actor held back now will be released, if any (so that a driver with nothing to
+    /// run knows how far to move virtual time).
+    func nextRelease(after now: Duration) -> Duration?
+}
+
+/// The default schedule: the actor that became runnable first.
+struct FirstRunnable: ManualSchedule {
+    func choose(among runnable: [ActorAddress], at now: Duration) -> Int? { runnable.isEmpty ? nil : 0 }
+    func nextRelease(after now: Duration) -> Duration? { nil }
 }

@@ -122,6 +122,7 @@ public final class ActorSystem: Sendable {
         contextPropagation = configuration.contextPropagation
         fastSendOpen = Atomic(configuration.contextPropagation == nil)
         manualDriver = configuration.manualDriver
+        isManual = configuration.manualDriver != nil
         var introspection = configuration.introspection
         // No worker to watch: the driver's caller runs every handler.
         if manualDriver != nil { introspection.stuckHandlerThreshold = nil }
@@ -151,6 +152,15 @@ public final class ActorSystem: Sendable {
 
     /// The driver of a manual system (``Configuration/manualDriver``); nil for a threaded one.
     let manualDriver: ManualDriver?
+    /// Whether ``manualDriver`` is set (read by the inlinable ask).
+    @usableFromInline let isManual: Bool
+
+    /// An ask was sent and is awaited on a manual system: run the system until it completes,
+    /// unless this thread is running one of the system's steps (then it suspends as usual).
+    @usableFromInline
+    func driveManually(until ask: AskStateBase) {
+        manualDriver?.driveIfAwaitedOutsideAStep(ask)
+    }
     /// The timer's clock when the system was made (``uptime``'s zero).
     private let timerEpoch: Int64
 

@@ -26,26 +26,11 @@ import TroupeTestSupport
         }
     }
 
-    struct Failing: Error {}
-
-    struct Flaky: ActorDefinition {
-        enum Message: Sendable {
-            case fail
-            case ping(Reply<Int>)
-        }
-        func receive(_ message: Message, context: ActorContext<Message>) throws {
-            switch message {
-            case .fail: throw Failing()
-            case .ping(let reply): reply.succeed(1)
-            }
-        }
-    }
-
     @Test func listsLiveActorsWithNamesTypesAndCounters() async throws {
         try await withTestSystem(failureDecider: { _ in .restart }) { system in
             let counter = system.spawn(Counter(), options: SpawnOptions(name: "counter"))
             let greeter = system.spawn(Greeter())
-            let flaky = system.spawn(options: SpawnOptions(name: "flaky")) { Flaky() }
+            let flaky = system.spawn(options: SpawnOptions(name: "flaky")) { FailOnDemand() }
             for _ in 0..<10 { counter.tell(.add(1)) }
             #expect(try await counter.ask { .get($0) } == 10)
             let hello: String = try await greeter.ask(Greeter.Hello())
@@ -105,7 +90,7 @@ import TroupeTestSupport
 
     @Test func aSuspendedActorIsShownAsSuch() async throws {
         try await withTestSystem(failureDecider: { _ in .restart(after: .seconds(30)) }) { system in
-            let flaky = system.spawn(options: SpawnOptions()) { Flaky() }
+            let flaky = system.spawn(options: SpawnOptions()) { FailOnDemand() }
             flaky.tell(.fail)
             await waitUntil { system.snapshot().actors.first?.state == .suspended }
         }
