@@ -81,7 +81,7 @@ let package = Package(
         .target(name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeTesting"),
         .testTarget(
             name: "TroupeTestingTests",
-            dependencies: ["TroupeTesting", "Troupe", "TroupeTestSupport"],
+            dependencies: ["TroupeTesting", "Troupe", "TroupePubSub", "TroupeTestSupport"],
             path: "Tests/TroupeTestingTests"
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Testing
 import Troupe
+import TroupePubSub
 import TroupeTestSupport
 import TroupeTesting
 
@@ -232,5 +233,55 @@ func usleepMicroseconds(_ microseconds: Int) {
         #expect(done.withLock { $0 } == 5)
         let allJobs = system.trace.allSatisfy { $0.isSwiftJob }
         #expect(allJobs)
+    }
+}
+
+/// `context.run` continuations and pub/sub on the deterministic system.
+@Suite struct DeterministicContinuationTests {
+    /// Computes off the actor with `context.run`, then records the result as a message.
+    struct Computer: ActorDefinition {
+        enum Message: Sendable {
+            case compute(Int)
+            case computed(Result<Int, any Error>)
+            case results(Reply<[Int]>)
+        }
+        var results: [Int] = []
+        mutating func receive(_ message: Message, context: ActorContext<Message>) {
+            switch message {
+            case .compute(let n): context.run({ n * n }) { .computed($0) }
+            case .computed(let result): if let value = try? result.get() { results.append(value) }
+            case .results(let reply): reply.succeed(results)
+            }
+        }
+    }
+
+    @Test func contextRunContinuationsComeBackAsSteps() async throws {
+        let system = DeterministicSystem(seed: 51)
+        let computer = system.spawn(Computer())
+        for n in 1...3 { computer.tell(.compute(n)) }
+        // The tasks' jobs are steps too; drive until all three results are in.
+        var results: [Int] = []
+        for _ in 0..<1_000 where results.count < 3 {
+            if system.step() == nil { usleepMicroseconds(50) }
+            results = try await computer.ask { .results($0) }
+        }
+        #expect(results.sorted() == [1, 4, 9])
+        #expect(system.trace.contains { $0.isSwiftJob })
+        system.shutdown()
+    }
+
+    @Test func pubSubDeliversToSubscribersInTheSchedule() throws {
+        let system = DeterministicSystem(seed: 52)
+        defer { system.shutdown() }
+        let pubsub = PubSub(system: system.system)
+        let topic = try pubsub.topic("numbers", of: Int.self)
+        let first = TestProbe<Int>(in: system, name: "first")
+        let second = TestProbe<Int>(in: system, name: "second")
+        try topic.subscribe(first.ref)
+        try topic.subscribe(second.ref)
+        #expect(topic.publish(7) == 2)
+        try first.expectMessage(7)
+        try second.expectMessage(7)
+        try first.expectNoMessage(for: .seconds(1))
     }
 }
