@@ -91,7 +91,7 @@ import TroupeTesting
         system.advance(by: .seconds(36_000))
         #expect(try system.ask(ticker) { .count($0) } == 600)
         #expect(system.now == .seconds(36_000))
-        #expect(ContinuousClock.now - started < .seconds(10), "ten virtual hours, no real ones")
+        #expect(ContinuousClock.now - started < .seconds(120), "ten virtual hours, not real ones")
     }
 
     /// Keeps every reply it is asked for, unanswered.
@@ -109,17 +109,17 @@ import TroupeTesting
         let hoarder = system.spawn(Hoarder())
         let started = ContinuousClock.now
         do {
-            _ = try system.ask(hoarder, timeout: .seconds(30)) { .hold($0) }
+            _ = try system.ask(hoarder, timeout: .seconds(3_600)) { .hold($0) }
             Issue.record("answered")
         } catch {
             guard case .timedOut(let after) = error else {
                 Issue.record("expected a timeout, got \(error)")
                 return
             }
-            #expect(after == .seconds(30))
+            #expect(after == .seconds(3_600))
         }
-        #expect(system.now == .seconds(30), "the ask's own timeout moved virtual time")
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(system.now == .seconds(3_600), "the ask's own timeout moved virtual time")
+        #expect(ContinuousClock.now - started < .seconds(120), "an hour of virtual time, not a real one")
     }
 
     @Test func aTenMinuteRestartBackoffRunsInVirtualTime() throws {

@@ -71,11 +71,13 @@ import TroupeTestSupport
 
     @Test func manyQuickHandlersAreNeverReported() async throws {
         let reports = Recorder<StuckHandler>()
-        try await withTestSystem(introspection: .init(stuckHandlerThreshold: .milliseconds(40))) { system in
+        // 250 ms: well above a handler's microseconds, and above what the OS takes a worker away
+        // for on a loaded 2-core CI machine (a descheduled worker is, to the watchdog, stuck).
+        try await withTestSystem(introspection: .init(stuckHandlerThreshold: .milliseconds(250))) { system in
             system.hooks.onStuckHandler { reports.append($0) }
             let counter = system.spawn(Counter())
             // Keeps one worker busy with short handlers for well over the threshold.
-            let deadline = ContinuousClock.now + .milliseconds(300)
+            let deadline = ContinuousClock.now + .milliseconds(1_200)
             var sent = 0
             while ContinuousClock.now < deadline {
                 for _ in 0..<1_000 { counter.tell(.add(1)) }
