@@ -77,6 +77,13 @@ let package = Package(
             dependencies: ["Troupe", .product(name: "Tracing", package: "swift-distributed-tracing")],
             path: "Sources/TroupeTracing"
         ),
+        // Issue 17, in progress: SWIM membership as a pure state machine (not a product yet).
+        .target(name: "TroupeClusterMembership", path: "Sources/TroupeClusterMembership"),
+        .testTarget(
+            name: "TroupeClusterMembershipTests",
+            dependencies: ["TroupeClusterMembership"],
+            path: "Tests/TroupeClusterMembershipTests"
+        ),
         // Deterministic schedules, virtual time and probes for testing actor code.
         .target(name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeTesting"),
         .testTarget(

@@ -1,0 +1,73 @@
+/// A cluster member: a node's address and the uid it drew when it started, so that a node
+/// restarted on the same address is a new member.
+public struct MemberID: Hashable, Sendable, Codable, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+    public let uid: UInt64
+
+    public init(host: String, port: Int, uid: UInt64) {
+        self.host = host
+        self.port = port
+        self.uid = uid
+    }
+
+    public var description: String { "\(host):\(port)#\(uid)" }
+}
+
+/// What a member knows about another: SWIM's states, ordered by incarnation.
+public enum MemberStatus: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// Answering (directly or through others) at this incarnation.
+    case alive(incarnation: UInt64)
+    /// Not answering; it can refute with a higher incarnation before the suspicion times out.
+    case suspect(incarnation: UInt64)
+    /// Suspected for longer than the suspicion timeout: unreachable, not yet removed.
+    case unreachable(incarnation: UInt64)
+    /// Removed from the cluster; final. A node that comes back joins with a new uid.
+    case down
+
+    public var incarnation: UInt64? {
+        switch self {
+        case .alive(let i), .suspect(let i), .unreachable(let i): i
+        case .down: nil
+        }
+    }
+
+    /// Whether `self` (heard in gossip) replaces `known` (SWIM's precedence): down beats all;
+    /// otherwise a higher incarnation wins, and at equal incarnations unreachable beats suspect
+    /// beats alive.
+    func supersedes(_ known: MemberStatus) -> Bool {
+        switch (self, known) {
+        case (_, .down): return false
+        case (.down, _): return true
+        default:
+            let (mine, theirs) = (incarnation!, known.incarnation!)
+            if mine != theirs { return mine > theirs }
+            return rank > known.rank
+        }
+    }
+
+    private var rank: Int {
+        switch self {
+        case .alive: 0
+        case .suspect: 1
+        case .unreachable: 2
+        case .down: 3
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .alive(let i): "alive(\(i))"
+        case .suspect(let i): "suspect(\(i))"
+        case .unreachable(let i): "unreachable(\(i))"
+        case .down: "down"
+        }
+    }
+}
+
+/// One membership change, as the state machine reports it.
+public struct MembershipEvent: Hashable, Sendable, CustomStringConvertible {
+    public let member: MemberID
+    public let status: MemberStatus
+    public var description: String { "\(member) \(status)" }
+}

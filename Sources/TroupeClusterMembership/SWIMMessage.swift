@@ -1,0 +1,22 @@
+/// What SWIM members send each other. Every message carries gossip: recent status changes,
+/// piggy-backed so that membership spreads without messages of its own.
+public enum SWIMMessage: Hashable, Sendable, Codable {
+    /// "Are you there?" `sequence` matches the answer to the question.
+    case ping(sequence: UInt64, gossip: [Gossip])
+    /// "Ask `target` for me": an indirect probe through this member.
+    case pingRequest(sequence: UInt64, target: MemberID, gossip: [Gossip])
+    /// The answer to a ping (or, relayed, to a ping request) about `target`.
+    case ack(sequence: UInt64, target: MemberID, gossip: [Gossip])
+
+    /// One member's status, as gossip.
+    public struct Gossip: Hashable, Sendable, Codable {
+        public let member: MemberID
+        public let status: MemberStatus
+    }
+
+    var gossip: [Gossip] {
+        switch self {
+        case .ping(_, let gossip), .pingRequest(_, _, let gossip), .ack(_, _, let gossip): gossip
+        }
+    }
+}

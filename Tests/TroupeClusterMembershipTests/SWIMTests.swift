@@ -1,0 +1,181 @@
+import Testing
+
+@testable import TroupeClusterMembership
+
+/// SWIM on a simulated network with a simulated clock: joins, crashes, cut links, refutation,
+/// restarts, all deterministic.
+@Suite struct SWIMTests {
+    /// Nodes, a network with 1 ms latency that can lose a node or a link, and a clock.
+    struct Network {
+        var nodes: [MemberID: SWIMStateMachine] = [:]
+        var now: Duration = .zero
+        var inFlight: [(at: Duration, from: MemberID, to: MemberID, message: SWIMMessage)] = []
+        var crashed: Set<MemberID> = []
+        var cutLinks: Set<[MemberID]> = []
+        var events: [MemberID: [MembershipEvent]] = [:]
+        let settings: SWIMSettings
+
+        init(settings: SWIMSettings = SWIMSettings()) { self.settings = settings }
+
+        static func member(_ index: Int, uid: UInt64 = 1) -> MemberID {
+            MemberID(host: "127.0.0.\(index)", port: 7337, uid: uid)
+        }
+
+        mutating func start(_ member: MemberID, seeds: [MemberID]) {
+            var machine = SWIMStateMachine(myself: member, settings: settings, seed: 42)
+            let directives = machine.join(seeds, now: now)
+            nodes[member] = machine
+            carryOut(directives, by: member)
+        }
+
+        mutating func cut(_ a: MemberID, _ b: MemberID) {
+            cutLinks.insert([a, b].sorted { $0.description < $1.description })
+        }
+
+        func isCut(_ a: MemberID, _ b: MemberID) -> Bool {
+            cutLinks.contains([a, b].sorted { $0.description < $1.description })
+        }
+
+        mutating func carryOut(_ directives: [SWIMDirective], by member: MemberID) {
+            for directive in directives {
+                switch directive {
+                case .send(let message, let to):
+                    inFlight.append((now + .milliseconds(1), member, to, message))
+                case .event(let event):
+                    events[member, default: []].append(event)
+                }
+            }
+        }
+
+        /// Runs the network for `duration`, 10 ms at a time: delivers what is due (unless a
+        /// node is crashed or the link cut), then ticks every live node.
+        mutating func run(for duration: Duration) {
+            let end = now + duration
+            while now < end {
+                now += .milliseconds(10)
+                let due = inFlight.filter { $0.at <= now }
+                inFlight.removeAll { $0.at <= now }
+                for delivery in due {
+                    guard !crashed.contains(delivery.to), !crashed.contains(delivery.from),
+                        !isCut(delivery.from, delivery.to), var node = nodes[delivery.to]
+                    else { continue }
+                    let directives = node.receive(delivery.message, from: delivery.from, now: now)
+                    nodes[delivery.to] = node
+                    carryOut(directives, by: delivery.to)
+                }
+                for member in nodes.keys.sorted(by: { $0.description < $1.description }) where !crashed.contains(member)
+                {
+                    var node = nodes[member]!
+                    let directives = node.tick(now: now)
+                    nodes[member] = node
+                    carryOut(directives, by: member)
+                }
+            }
+        }
+
+        func status(of member: MemberID, at observer: MemberID) -> MemberStatus? {
+            nodes[observer]!.status(of: member)
+        }
+    }
+
+    static let a = Network.member(1), b = Network.member(2), c = Network.member(3), d = Network.member(4)
+
+    func fourNodes() -> Network {
+        var network = Network()
+        network.start(Self.a, seeds: [])
+        for node in [Self.b, Self.c, Self.d] { network.start(node, seeds: [Self.a]) }
+        return network
+    }
+
+    @Test func nodesJoiningThroughOneSeedLearnOfEachOther() {
+        var network = fourNodes()
+        network.run(for: .seconds(5))
+        for observer in [Self.a, Self.b, Self.c, Self.d] {
+            for member in [Self.a, Self.b, Self.c, Self.d] where member != observer {
+                #expect(network.status(of: member, at: observer) == .alive(incarnation: 0), "\(observer) on \(member)")
+            }
+        }
+    }
+
+    @Test func aCrashedNodeIsSuspectedThenUnreachableThenDownEverywhere() {
+        var network = fourNodes()
+        network.run(for: .seconds(5))
+        network.crashed.insert(Self.d)
+        let crashedAt = network.now
+        network.run(for: .seconds(2) + network.settings.probeInterval * 3)
+        for observer in [Self.a, Self.b, Self.c] {
+            let status = network.status(of: Self.d, at: observer)
+            #expect(
+                status == .suspect(incarnation: 0) || status == .unreachable(incarnation: 0),
+                "\(observer): \(String(describing: status))")
+        }
+        network.run(for: network.settings.suspicionTimeout + network.settings.downAfter + .seconds(3))
+        for observer in [Self.a, Self.b, Self.c] {
+            #expect(network.status(of: Self.d, at: observer) == .down)
+            let downAt = network.events[observer]!.firstIndex { $0.member == Self.d && $0.status == .down }
+            #expect(downAt != nil)
+            // The living never suspect each other.
+            for member in [Self.a, Self.b, Self.c] where member != observer {
+                #expect(network.status(of: member, at: observer) == .alive(incarnation: 0))
+            }
+        }
+        #expect(network.now - crashedAt < .seconds(25))
+    }
+
+    @Test func aCutLinkIsBridgedByIndirectProbes() {
+        var network = fourNodes()
+        network.run(for: .seconds(5))
+        network.cut(Self.a, Self.c)
+        network.run(for: .seconds(30))
+        #expect(network.status(of: Self.c, at: Self.a) == .alive(incarnation: 0), "b and d vouch for c")
+        #expect(network.status(of: Self.a, at: Self.c) == .alive(incarnation: 0))
+        let suspicions = (network.events[Self.a] ?? []).filter {
+            $0.member == Self.c && $0.status != .alive(incarnation: 0)
+        }
+        #expect(suspicions.isEmpty, "\(suspicions)")
+    }
+
+    @Test func aSuspectedNodeThatIsUpRefutesWithAHigherIncarnation() {
+        var network = fourNodes()
+        network.run(for: .seconds(5))
+        // c cannot reach d at all, and nobody can bridge it for a while: c suspects d.
+        network.cut(Self.c, Self.d)
+        network.cut(Self.a, Self.d)
+        network.cut(Self.b, Self.d)
+        network.run(for: network.settings.probeInterval * 4)
+        #expect(
+            [.suspect(incarnation: 0), .unreachable(incarnation: 0)].contains(network.status(of: Self.d, at: Self.c)))
+        // The links heal before the suspicion times out everywhere: d hears of it and refutes.
+        network.cutLinks.removeAll()
+        network.run(for: .seconds(10))
+        for observer in [Self.a, Self.b, Self.c] {
+            let status = network.status(of: Self.d, at: observer)
+            #expect(status != .down, "\(observer) on d: \(String(describing: status))")
+            if case .alive = status {} else { Issue.record("\(observer) on d: \(String(describing: status))") }
+        }
+        #expect(network.nodes[Self.d]!.incarnation >= 1, "d raised its incarnation to refute")
+    }
+
+    @Test func aRestartedNodeJoinsAsANewMemberAndItsOldSelfGoesDown() {
+        var network = fourNodes()
+        network.run(for: .seconds(5))
+        network.crashed.insert(Self.d)
+        network.run(for: .seconds(1))
+        let restarted = Network.member(4, uid: 2)
+        network.start(restarted, seeds: [Self.a])
+        network.run(for: .seconds(25))
+        for observer in [Self.a, Self.b, Self.c] {
+            #expect(network.status(of: restarted, at: observer) == .alive(incarnation: 0), "\(observer)")
+            #expect(network.status(of: Self.d, at: observer) == .down, "\(observer)")
+        }
+    }
+
+    @Test func precedenceFollowsIncarnationsThenSeverity() {
+        #expect(MemberStatus.suspect(incarnation: 1).supersedes(.alive(incarnation: 1)))
+        #expect(!MemberStatus.alive(incarnation: 1).supersedes(.suspect(incarnation: 1)))
+        #expect(MemberStatus.alive(incarnation: 2).supersedes(.suspect(incarnation: 1)))
+        #expect(MemberStatus.unreachable(incarnation: 1).supersedes(.suspect(incarnation: 1)))
+        #expect(MemberStatus.down.supersedes(.alive(incarnation: 9)))
+        #expect(!MemberStatus.alive(incarnation: 9).supersedes(.down))
+    }
+}
