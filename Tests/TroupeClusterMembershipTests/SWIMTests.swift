@@ -3,8 +3,10 @@ import Testing
 @testable import TroupeClusterMembership
 
 /// SWIM on a simulated network with a simulated clock: joins, crashes, cut links, refutation,
-/// restarts, all deterministic.
-@Suite struct SWIMTests {
+/// restarts, all deterministic. Serialized, and the simulation yields its thread every few
+/// ticks: it is CPU work on Swift's 2-thread cooperative pool, which other suites' tasks need
+/// (two of them timed out in CI while simulations held both threads).
+@Suite(.serialized) struct SWIMTests {
     /// Nodes, a network with 1 ms latency that can lose a node or a link, and a clock.
     struct Network {
         var nodes: [MemberID: SWIMStateMachine] = [:]
@@ -49,9 +51,12 @@ import Testing
 
         /// Runs the network for `duration`, 10 ms at a time: delivers what is due (unless a
         /// node is crashed or the link cut), then ticks every live node.
-        mutating func run(for duration: Duration) {
+        mutating func run(for duration: Duration) async {
             let end = now + duration
+            var ticks = 0
             while now < end {
+                ticks += 1
+                if ticks % 20 == 0 { await Task.yield() }
                 now += .milliseconds(10)
                 let due = inFlight.filter { $0.at <= now }
                 inFlight.removeAll { $0.at <= now }
@@ -87,9 +92,9 @@ import Testing
         return network
     }
 
-    @Test func nodesJoiningThroughOneSeedLearnOfEachOther() {
+    @Test func nodesJoiningThroughOneSeedLearnOfEachOther() async {
         var network = fourNodes()
-        network.run(for: .seconds(5))
+        await network.run(for: .seconds(5))
         for observer in [Self.a, Self.b, Self.c, Self.d] {
             for member in [Self.a, Self.b, Self.c, Self.d] where member != observer {
                 #expect(network.status(of: member, at: observer) == .alive(incarnation: 0), "\(observer) on \(member)")
@@ -97,19 +102,19 @@ import Testing
         }
     }
 
-    @Test func aCrashedNodeIsSuspectedThenUnreachableThenDownEverywhere() {
+    @Test func aCrashedNodeIsSuspectedThenUnreachableThenDownEverywhere() async {
         var network = fourNodes()
-        network.run(for: .seconds(5))
+        await network.run(for: .seconds(5))
         network.crashed.insert(Self.d)
         let crashedAt = network.now
-        network.run(for: .seconds(2) + network.settings.probeInterval * 3)
+        await network.run(for: .seconds(2) + network.settings.probeInterval * 3)
         for observer in [Self.a, Self.b, Self.c] {
             let status = network.status(of: Self.d, at: observer)
             #expect(
                 status == .suspect(incarnation: 0) || status == .unreachable(incarnation: 0),
                 "\(observer): \(String(describing: status))")
         }
-        network.run(for: network.settings.suspicionTimeout + network.settings.downAfter + .seconds(3))
+        await network.run(for: network.settings.suspicionTimeout + network.settings.downAfter + .seconds(3))
         for observer in [Self.a, Self.b, Self.c] {
             #expect(network.status(of: Self.d, at: observer) == .down)
             let downAt = network.events[observer]!.firstIndex { $0.member == Self.d && $0.status == .down }
@@ -122,11 +127,11 @@ import Testing
         #expect(network.now - crashedAt < .seconds(25))
     }
 
-    @Test func aCutLinkIsBridgedByIndirectProbes() {
+    @Test func aCutLinkIsBridgedByIndirectProbes() async {
         var network = fourNodes()
-        network.run(for: .seconds(5))
+        await network.run(for: .seconds(5))
         network.cut(Self.a, Self.c)
-        network.run(for: .seconds(30))
+        await network.run(for: .seconds(30))
         #expect(network.status(of: Self.c, at: Self.a) == .alive(incarnation: 0), "b and d vouch for c")
         #expect(network.status(of: Self.a, at: Self.c) == .alive(incarnation: 0))
         let suspicions = (network.events[Self.a] ?? []).filter {
@@ -135,19 +140,19 @@ import Testing
         #expect(suspicions.isEmpty, "\(suspicions)")
     }
 
-    @Test func aSuspectedNodeThatIsUpRefutesWithAHigherIncarnation() {
+    @Test func aSuspectedNodeThatIsUpRefutesWithAHigherIncarnation() async {
         var network = fourNodes()
-        network.run(for: .seconds(5))
+        await network.run(for: .seconds(5))
         // c cannot reach d at all, and nobody can bridge it for a while: c suspects d.
         network.cut(Self.c, Self.d)
         network.cut(Self.a, Self.d)
         network.cut(Self.b, Self.d)
-        network.run(for: network.settings.probeInterval * 4)
+        await network.run(for: network.settings.probeInterval * 4)
         #expect(
             [.suspect(incarnation: 0), .unreachable(incarnation: 0)].contains(network.status(of: Self.d, at: Self.c)))
         // The links heal before the suspicion times out everywhere: d hears of it and refutes.
         network.cutLinks.removeAll()
-        network.run(for: .seconds(10))
+        await network.run(for: .seconds(10))
         for observer in [Self.a, Self.b, Self.c] {
             let status = network.status(of: Self.d, at: observer)
             #expect(status != .down, "\(observer) on d: \(String(describing: status))")
@@ -156,14 +161,14 @@ import Testing
         #expect(network.nodes[Self.d]!.incarnation >= 1, "d raised its incarnation to refute")
     }
 
-    @Test func aRestartedNodeJoinsAsANewMemberAndItsOldSelfGoesDown() {
+    @Test func aRestartedNodeJoinsAsANewMemberAndItsOldSelfGoesDown() async {
         var network = fourNodes()
-        network.run(for: .seconds(5))
+        await network.run(for: .seconds(5))
         network.crashed.insert(Self.d)
-        network.run(for: .seconds(1))
+        await network.run(for: .seconds(1))
         let restarted = Network.member(4, uid: 2)
         network.start(restarted, seeds: [Self.a])
-        network.run(for: .seconds(25))
+        await network.run(for: .seconds(25))
         for observer in [Self.a, Self.b, Self.c] {
             #expect(network.status(of: restarted, at: observer) == .alive(incarnation: 0), "\(observer)")
             #expect(network.status(of: Self.d, at: observer) == .down, "\(observer)")
