@@ -101,7 +101,11 @@ import TroupeTestSupport
             }
             #expect(churned.value >= 100)
             // A publication racing a stop may dead-letter (stopped in between), never anything else.
-            #expect(system.deadLetters.total == system.deadLetters.count(.recipientStopped))
+            // (Counted per reason, not as total minus one reason: late dead letters may still be
+            // counted between two reads, which CI caught once: 10,392,650 vs 10,392,652.)
+            for kind in DeadLetterReason.Kind.allCases where kind != .recipientStopped {
+                #expect(system.deadLetters.count(kind) == 0, "dead letters for \(kind)")
+            }
         }
     }
 }
