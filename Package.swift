@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "TroupeServiceLifecycle", targets: ["TroupeServiceLifecycle"]),
         .library(name: "TroupeTracing", targets: ["TroupeTracing"]),
         .library(name: "TroupeTesting", targets: ["TroupeTesting"]),
+        .library(name: "TroupeCluster", targets: ["TroupeCluster"]),
         // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
         // plugin package depends on this product so that it links Troupe instead of carrying
         // its own copy. Use either this or `Troupe` in one program, never both.
@@ -32,6 +33,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
+        // TroupeCluster's transport and handshake.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         // `swift package generate-documentation` (scripts/docs.sh); a command plugin, never linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.4.0"),
     ],
@@ -77,8 +81,30 @@ let package = Package(
             dependencies: ["Troupe", .product(name: "Tracing", package: "swift-distributed-tracing")],
             path: "Sources/TroupeTracing"
         ),
-        // Issue 17, in progress: SWIM membership as a pure state machine (not a product yet).
+        // SWIM membership as a pure state machine: no threads, clock or network (TroupeCluster's).
         .target(name: "TroupeClusterMembership", path: "Sources/TroupeClusterMembership"),
+        // Distributed actors across nodes on Troupe's workers, over SwiftNIO.
+        .target(
+            name: "TroupeCluster",
+            dependencies: [
+                "Troupe", "TroupeLocks", "TroupeClusterMembership",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Sources/TroupeCluster"
+        ),
+        .testTarget(
+            name: "TroupeClusterTests",
+            dependencies: [
+                "TroupeCluster", "TroupeClusterMembership", "Troupe", "TroupeTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/TroupeClusterTests"
+        ),
         .testTarget(
             name: "TroupeClusterMembershipTests",
             dependencies: ["TroupeClusterMembership"],

@@ -69,5 +69,11 @@ public enum MemberStatus: Hashable, Sendable, Codable, CustomStringConvertible {
 public struct MembershipEvent: Hashable, Sendable, CustomStringConvertible {
     public let member: MemberID
     public let status: MemberStatus
+
+    public init(member: MemberID, status: MemberStatus) {
+        self.member = member
+        self.status = status
+    }
+
     public var description: String { "\(member) \(status)" }
 }

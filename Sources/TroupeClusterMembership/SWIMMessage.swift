@@ -12,6 +12,11 @@ public enum SWIMMessage: Hashable, Sendable, Codable {
     public struct Gossip: Hashable, Sendable, Codable {
         public let member: MemberID
         public let status: MemberStatus
+
+        public init(member: MemberID, status: MemberStatus) {
+            self.member = member
+            self.status = status
+        }
     }
 
     var gossip: [Gossip] {

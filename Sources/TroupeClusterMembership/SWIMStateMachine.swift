@@ -65,6 +65,8 @@ public struct SWIMStateMachine: Sendable {
         var out: [SWIMDirective] = []
         for seed in seeds where seed != myself && members[seed] == nil {
             members[seed] = Entry(status: .alive(incarnation: 0), since: now)
+            // Gossiped, so that the members already here learn of the newcomer.
+            enqueue(seed, .alive(incarnation: 0))
             out.append(.event(MembershipEvent(member: seed, status: .alive(incarnation: 0))))
             out.append(sendPing(to: seed, now: now))
         }
@@ -146,6 +148,34 @@ public struct SWIMStateMachine: Sendable {
             }
         }
         return out
+    }
+
+    // MARK: Evidence from outside the protocol
+
+    /// Any frame from `member` (not only SWIM's) is proof of life, and answers a probe of it.
+    public mutating func heard(from member: MemberID, now: Duration) -> [SWIMDirective] {
+        guard member != myself else { return [] }
+        let out = proofOfLife(member, now: now)
+        probes = probes.filter { $0.value.target != member }
+        return out
+    }
+
+    /// Direct evidence that `member` is gone, stronger than an unanswered ping: its address
+    /// refuses connections (nothing listens there, so the process that drew this uid is gone).
+    /// It is unreachable at once, and down after ``SWIMSettings/downAfter``, unless it proves
+    /// otherwise first.
+    public mutating func confirmUnreachable(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+        guard member != myself, let entry = members[member] else { return [] }
+        switch entry.status {
+        case .alive(let i), .suspect(let i): return change(member, to: .unreachable(incarnation: i), now: now)
+        case .unreachable, .down: return []
+        }
+    }
+
+    /// `member` said it leaves, or this node decided it is gone: down at once, for good.
+    public mutating func markDown(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+        guard member != myself, let entry = members[member], entry.status != .down else { return [] }
+        return change(member, to: .down, now: now)
     }
 
     // MARK: Internals
@@ -270,10 +300,10 @@ public struct SWIMSettings: Sendable {
 }
 
 /// SplitMix64, for the probe order: the same seed, the same schedule.
-struct SplitMix: RandomNumberGenerator, Sendable {
+package struct SplitMix: RandomNumberGenerator, Sendable {
     var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -1,0 +1,69 @@
+import Crypto
+import NIOCore
+import TroupeClusterMembership
+
+/// The handshake's proofs: each side shows it knows the cluster secret by an HMAC-SHA256 over
+/// both fresh nonces and both identities, with a different label per role, so a proof is
+/// useless for any other connection, direction or node (no replay, no reflection). The secret
+/// itself never leaves the node.
+///
+/// 1. The initiator sends `hello(cluster, initiator, nonceI)`.
+/// 2. The responder answers `challenge(responder, nonceR, proofR)`.
+/// 3. The initiator checks `proofR`, then sends `proof(proofI)`; the responder checks it.
+/// Either side that finds a wrong proof refuses, closes the connection and counts it.
+struct Handshake: Sendable {
+    /// The secret's bytes; the key is made per proof (handshakes are rare), since
+    /// `SymmetricKey` is not `Sendable`.
+    private let secret: [UInt8]
+    let clusterName: String
+
+    init(secret: String, clusterName: String) {
+        self.secret = Array(secret.utf8)
+        self.clusterName = clusterName
+    }
+
+    static func nonce() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<WireEnvelope.nonceLength).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    func responderProof(
+        initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
+    ) -> [UInt8] {
+        proof(
+            label: "troupe-responder", initiator: initiator, responder: responder,
+            first: initiatorNonce, second: responderNonce)
+    }
+
+    func initiatorProof(
+        initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
+    ) -> [UInt8] {
+        proof(
+            label: "troupe-initiator", initiator: initiator, responder: responder,
+            first: responderNonce, second: initiatorNonce)
+    }
+
+    /// Compares in time that does not depend on where the two differ.
+    func verify(_ received: [UInt8], equals expected: [UInt8]) -> Bool {
+        guard received.count == expected.count else { return false }
+        var difference: UInt8 = 0
+        for index in received.indices { difference |= received[index] ^ expected[index] }
+        return difference == 0
+    }
+
+    private func proof(
+        label: String, initiator: MemberID, responder: MemberID, first: [UInt8], second: [UInt8]
+    ) -> [UInt8] {
+        var message = ByteBuffer()
+        message.writeWireString(label)
+        message.writeWireString(clusterName)
+        message.writeMember(initiator)
+        message.writeMember(responder)
+        message.writeBytes(first)
+        message.writeBytes(second)
+        let code = message.withUnsafeReadableBytes {
+            HMAC<SHA256>.authenticationCode(for: $0, using: SymmetricKey(data: secret))
+        }
+        return Array(code)
+    }
+}

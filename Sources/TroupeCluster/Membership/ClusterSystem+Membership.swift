@@ -1,0 +1,98 @@
+import Synchronization
+import Troupe
+import TroupeClusterMembership
+
+/// Every member's status as this node knows it, and the subscribers to changes.
+struct MemberTable {
+    var statuses: [MemberID: MemberStatus] = [:]
+    var subscribers: [UInt64: AsyncStream<ClusterMembershipEvent>.Continuation] = [:]
+    var nextSubscriber: UInt64 = 0
+    var finished = false
+}
+
+extension ClusterSystem {
+    /// Every node this node knows of, with its status (this node included, alive; down nodes
+    /// stay listed as down).
+    public var membership: [ClusterNode: ClusterMemberStatus] {
+        memberTable.withLock { $0.statuses }
+    }
+
+    /// The nodes currently alive (this one included).
+    public var aliveMembers: [ClusterNode] {
+        memberTable.withLock { table in
+            table.statuses.filter { if case .alive = $0.value { true } else { false } }.map(\.key)
+        }
+    }
+
+    /// Membership changes as they happen, starting with one event per node already known (its
+    /// current status), so a late subscriber misses nothing. The sequence ends when the
+    /// cluster shuts down. Each call makes an independent sequence; events are buffered
+    /// without bound, so iterate it or drop it.
+    public func membershipEvents() -> AsyncStream<ClusterMembershipEvent> {
+        let (stream, continuation) = AsyncStream<ClusterMembershipEvent>.makeStream()
+        let id = memberTable.withLock { table -> UInt64? in
+            guard !table.finished else { return nil }
+            for (member, status) in table.statuses.sorted(by: { $0.key.orderingKey < $1.key.orderingKey }) {
+                continuation.yield(ClusterMembershipEvent(member: member, status: status))
+            }
+            table.nextSubscriber += 1
+            table.subscribers[table.nextSubscriber] = continuation
+            return table.nextSubscriber
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.memberTable.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Whether `member` was marked down (final for that uid).
+    func isDown(_ member: MemberID) -> Bool {
+        memberTable.withLock { $0.statuses[member] == .down }
+    }
+
+    /// Records and publishes one change; a member going down fails its calls, fires its
+    /// watches, drops its receptionist entries and closes its association.
+    func publish(_ event: ClusterMembershipEvent) {
+        memberTable.withLock { table in
+            table.statuses[event.member] = event.status
+            for continuation in table.subscribers.values { continuation.yield(event) }
+        }
+        metrics.membershipChanged(to: event.status)
+        switch event.status {
+        case .alive:
+            logger.debug("member alive", metadata: ["member": "\(event.member)", "status": "\(event.status)"])
+        case .suspect:
+            logger.info("member suspect", metadata: ["member": "\(event.member)", "status": "\(event.status)"])
+        case .unreachable:
+            logger.warning("member unreachable", metadata: ["member": "\(event.member)"])
+        case .down:
+            logger.warning("member down", metadata: ["member": "\(event.member)"])
+            memberDown(event.member)
+        }
+    }
+
+    private func memberDown(_ member: MemberID) {
+        failCalls(where: { $0 == member }, with: { .nodeDown($0) })
+        nodeDownForWatches(member)
+        removeReceptionistEntries(of: member)
+        if let association = currentAssociation(to: member) {
+            associations.withLock { table in
+                if table.current[NodeAddress(member)] === association { table.current[NodeAddress(member)] = nil }
+            }
+            association.close()
+        }
+    }
+
+    func finishMembershipStreams() {
+        let subscribers = memberTable.withLock { table in
+            table.finished = true
+            defer { table.subscribers = [:] }
+            return Array(table.subscribers.values)
+        }
+        for continuation in subscribers { continuation.finish() }
+    }
+}

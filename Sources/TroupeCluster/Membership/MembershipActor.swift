@@ -1,0 +1,123 @@
+import Troupe
+import TroupeClusterMembership
+
+/// Runs the node's ``SWIMStateMachine`` in a Troupe actor: the machine sees one message at a
+/// time, time comes from the actor system's clock (virtual on a manual system), and its
+/// directives are carried out through the cluster system (sends, events).
+struct MembershipActor: ActorDefinition {
+    enum Message: Sendable {
+        /// The periodic tick (a tenth of the probe interval).
+        case tick
+        case swim(SWIMMessage, from: MemberID)
+        /// A handshake completed with this member: join through it if it is new.
+        case associated(MemberID)
+        /// The current connection to this member closed: probe it now.
+        case connectionLost(MemberID)
+        /// Nothing listens at this address: the members there are unreachable.
+        case refused(NodeAddress)
+        /// Another run of a node listens at this member's address: the member is gone.
+        case superseded(MemberID)
+        /// The member said it leaves.
+        case leaving(MemberID)
+    }
+
+    weak var cluster: ClusterSystem?
+    var machine: SWIMStateMachine
+    /// Frames counted on each association at the last tick (proof of life).
+    var heardCounts: [MemberID: UInt64] = [:]
+    var lastSeedDial: Duration?
+
+    init(cluster: ClusterSystem) {
+        self.cluster = cluster
+        machine = SWIMStateMachine(
+            myself: cluster.node, settings: cluster.settings.membership, seed: cluster.node.uid)
+    }
+
+    func started(context: ActorContext<Message>) {
+        let interval = (cluster?.settings.membership.probeInterval ?? .seconds(1)) / 10
+        context.startPeriodicTimer(key: "tick", message: .tick, every: interval, initialDelay: .zero)
+    }
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        guard let cluster, !cluster.shutDown else { return }
+        let now = context.system.uptime
+        var directives: [SWIMDirective] = []
+        switch message {
+        case .tick:
+            for (member, count) in cluster.framesReceivedByPeer() where heardCounts[member] != count {
+                heardCounts[member] = count
+                directives += machine.heard(from: member, now: now)
+            }
+            directives += machine.tick(now: now)
+            dialSeedsIfAlone(cluster, now: now)
+        case .swim(let swim, let sender):
+            directives += machine.receive(swim, from: sender, now: now)
+        case .associated(let member):
+            directives += machine.join([member], now: now)
+        case .connectionLost(let member):
+            if case .alive? = machine.status(of: member) {
+                // Redial at once: a refusal is conclusive (see `.refused`).
+                cluster.send(.membership(.ping(sequence: 0, gossip: [])), to: member)
+            }
+        case .refused(let address):
+            for (member, status) in machine.membership where NodeAddress(member) == address && status != .down {
+                directives += machine.confirmUnreachable(member, now: now)
+            }
+        case .superseded(let member), .leaving(let member):
+            directives += machine.markDown(member, now: now)
+        }
+        cluster.carryOut(directives)
+    }
+
+    /// Until some other member is known, the seeds are dialled once a probe interval.
+    private mutating func dialSeedsIfAlone(_ cluster: ClusterSystem, now: Duration) {
+        guard !machine.membership.values.contains(where: { $0 != .down }) else { return }
+        if let last = lastSeedDial, now - last < cluster.settings.membership.probeInterval { return }
+        lastSeedDial = now
+        cluster.dialSeeds()
+    }
+}
+
+extension ClusterSystem {
+    func tellMembership(_ message: MembershipActor.Message) {
+        membershipRef.withLock { $0 }?.tell(message)
+    }
+
+    /// Frames received so far on each current association, by peer.
+    func framesReceivedByPeer() -> [(MemberID, UInt64)] {
+        associations.withLock { table in
+            table.current.values.compactMap { association in
+                association.peer.map { ($0, association.framesReceived.load(ordering: .relaxed)) }
+            }
+        }
+    }
+
+    /// Opens associations to the seeds (other than this node); each completed handshake joins.
+    func dialSeeds() {
+        for seed in settings.seeds where !(seed.host == node.host && seed.port == node.port) {
+            let address = NodeAddress(host: seed.host, port: seed.port)
+            let connected = associations.withLock { $0.current[address] != nil || $0.dials[address] != nil }
+            guard !connected else { continue }
+            Task {
+                do {
+                    _ = try await self.association(toAddress: address)
+                } catch {
+                    self.logger.debug("seed \(address) not reachable yet: \(error)")
+                }
+            }
+        }
+    }
+
+    /// Carries out the state machine's directives: sends, and membership events (published,
+    /// and acted on when a member goes down).
+    func carryOut(_ directives: [SWIMDirective]) {
+        for directive in directives {
+            switch directive {
+            case .send(let message, let member):
+                send(.membership(message), to: member)
+            case .event(let event):
+                publish(event)
+            }
+        }
+    }
+}

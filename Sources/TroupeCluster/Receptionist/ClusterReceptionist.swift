@@ -1,0 +1,176 @@
+import Distributed
+import Synchronization
+import TroupeClusterMembership
+
+/// Listings of distributed actors by ``ReceptionKey``, across the cluster. Each node announces
+/// its own check-ins to every node it is associated with (a full snapshot when an association
+/// comes up, then each change); a node's entries disappear when it goes down or its actor
+/// deinitialises. Listings are eventually consistent: a check-in on one node reaches another
+/// within a round trip.
+///
+/// Get it from ``ClusterSystem/receptionist``. Any thread.
+public struct ClusterReceptionist: Sendable {
+    let system: ClusterSystem
+
+    /// Lists `actor` under `key` on every node. `actor` must be one of this node's own actors
+    /// (``ReceptionistError/notLocal(_:)`` otherwise). Checking in twice is harmless. The entry
+    /// goes when the actor deinitialises, on ``checkOut(_:from:)``, or when this node leaves.
+    public func checkIn<Act>(_ actor: Act, with key: ReceptionKey<Act>) throws(ReceptionistError) {
+        guard actor.id.node == system.node else { throw .notLocal(actor.id) }
+        let entry = WireEnvelope.ReceptionistUpdate.Entry(key: key.wireKey, actorNumber: actor.id.number)
+        let added = system.receptionistTable.withLock { table in
+            let added = table.local[key.wireKey, default: []].insert(actor.id.number).inserted
+            if added { table.notify(key.wireKey, node: system.node) }
+            return added
+        }
+        if added { system.broadcast(.receptionist(.init(operation: .checkIn, entries: [entry]))) }
+    }
+
+    /// Removes `actor` from `key`'s listing everywhere.
+    public func checkOut<Act>(_ actor: Act, from key: ReceptionKey<Act>) {
+        guard actor.id.node == system.node else { return }
+        let removed = system.receptionistTable.withLock { table in
+            let removed = table.local[key.wireKey]?.remove(actor.id.number) != nil
+            if removed { table.notify(key.wireKey, node: system.node) }
+            return removed
+        }
+        if removed {
+            let entry = WireEnvelope.ReceptionistUpdate.Entry(key: key.wireKey, actorNumber: actor.id.number)
+            system.broadcast(.receptionist(.init(operation: .checkOut, entries: [entry])))
+        }
+    }
+
+    /// The actors listed under `key` now, on every node this node knows of (its own first).
+    public func lookup<Act>(_ key: ReceptionKey<Act>) -> [Act] {
+        let ids = system.receptionistTable.withLock { $0.ids(for: key.wireKey, node: system.node) }
+        return ids.compactMap { try? Act.resolve(id: $0, using: system) }
+    }
+
+    /// The listing under `key` now, then again after every change (a check-in or out anywhere,
+    /// a node going down). Ends when the cluster shuts down.
+    public func listing<Act>(of key: ReceptionKey<Act>) -> AsyncStream<[Act]> {
+        let (stream, continuation) = AsyncStream<[Act]>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        let system = self.system
+        let id = system.receptionistTable.withLock { table -> UInt64? in
+            guard !table.finished else { return nil }
+            table.nextSubscriber += 1
+            let deliver: @Sendable ([ClusterActorID]) -> Void = { ids in
+                continuation.yield(ids.compactMap { try? Act.resolve(id: $0, using: system) })
+            }
+            table.subscribers[key.wireKey, default: [:]][table.nextSubscriber] = ReceptionistSubscriber(
+                deliver: deliver, finish: { continuation.finish() })
+            deliver(table.ids(for: key.wireKey, node: system.node))
+            return table.nextSubscriber
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak system] _ in
+            _ = system?.receptionistTable.withLock { $0.subscribers[key.wireKey]?.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}
+
+struct ReceptionistSubscriber: Sendable {
+    let deliver: @Sendable ([ClusterActorID]) -> Void
+    let finish: @Sendable () -> Void
+}
+
+/// The receptionist's state: this node's check-ins, each other node's, and the subscribers.
+struct ReceptionistTable {
+    var local: [String: Set<UInt64>] = [:]
+    var remote: [MemberID: [String: Set<UInt64>]] = [:]
+    var subscribers: [String: [UInt64: ReceptionistSubscriber]] = [:]
+    var nextSubscriber: UInt64 = 0
+    var finished = false
+
+    func ids(for key: String, node: MemberID) -> [ClusterActorID] {
+        var ids = (local[key] ?? []).sorted().map { ClusterActorID(node: node, number: $0) }
+        for (member, keys) in remote.sorted(by: { $0.key.orderingKey < $1.key.orderingKey }) {
+            ids += (keys[key] ?? []).sorted().map { ClusterActorID(node: member, number: $0) }
+        }
+        return ids
+    }
+
+    func notify(_ key: String, node: MemberID) {
+        guard let subscribers = subscribers[key], !subscribers.isEmpty else { return }
+        let current = ids(for: key, node: node)
+        for subscriber in subscribers.values { subscriber.deliver(current) }
+    }
+}
+
+extension ClusterSystem {
+    /// The cluster-wide registry of distributed actors by key.
+    public var receptionist: ClusterReceptionist { ClusterReceptionist(system: self) }
+
+    /// Sends `envelope` to every node with a current association.
+    func broadcast(_ envelope: WireEnvelope) {
+        let peers = associations.withLock { table in
+            table.current.values.filter { !$0.retired.load(ordering: .relaxed) }
+        }
+        for association in peers { association.send(envelope) }
+    }
+
+    func sendReceptionistSnapshot(to association: Association) {
+        let entries = receptionistTable.withLock { table in
+            table.local.flatMap { key, numbers in
+                numbers.map { WireEnvelope.ReceptionistUpdate.Entry(key: key, actorNumber: $0) }
+            }
+        }
+        association.send(.receptionist(.init(operation: .snapshot, entries: entries)))
+    }
+
+    func applyReceptionistUpdate(_ update: WireEnvelope.ReceptionistUpdate, from peer: MemberID) {
+        guard !isDown(peer) else { return }
+        receptionistTable.withLock { table in
+            var touched = Set(update.entries.map(\.key))
+            switch update.operation {
+            case .snapshot:
+                if let previous = table.remote[peer] { touched.formUnion(previous.keys) }
+                var keys: [String: Set<UInt64>] = [:]
+                for entry in update.entries { keys[entry.key, default: []].insert(entry.actorNumber) }
+                table.remote[peer] = keys
+            case .checkIn:
+                for entry in update.entries {
+                    table.remote[peer, default: [:]][entry.key, default: []].insert(entry.actorNumber)
+                }
+            case .checkOut:
+                for entry in update.entries { table.remote[peer]?[entry.key]?.remove(entry.actorNumber) }
+            }
+            for key in touched { table.notify(key, node: node) }
+        }
+    }
+
+    func removeReceptionistEntries(of member: MemberID) {
+        receptionistTable.withLock { table in
+            guard let keys = table.remote.removeValue(forKey: member) else { return }
+            for key in keys.keys { table.notify(key, node: node) }
+        }
+    }
+
+    /// A local actor deinitialised: its check-ins go.
+    func checkOutEverywhere(_ number: UInt64) {
+        let keys = receptionistTable.withLock { table -> [String] in
+            let keys = table.local.filter { $0.value.contains(number) }.map(\.key)
+            for key in keys {
+                table.local[key]?.remove(number)
+                table.notify(key, node: node)
+            }
+            return keys
+        }
+        guard !keys.isEmpty else { return }
+        let entries = keys.map { WireEnvelope.ReceptionistUpdate.Entry(key: $0, actorNumber: number) }
+        broadcast(.receptionist(.init(operation: .checkOut, entries: entries)))
+    }
+
+    func finishReceptionist() {
+        let subscribers = receptionistTable.withLock { table in
+            table.finished = true
+            defer { table.subscribers = [:] }
+            return table.subscribers.values.flatMap(\.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}

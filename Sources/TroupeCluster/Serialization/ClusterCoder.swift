@@ -1,0 +1,42 @@
+import NIOCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// How a ``ClusterSystem`` turns arguments and results into bytes. Replace
+/// ``JSONClusterCoder`` (the default) with a faster or more compact format; every node of a
+/// cluster must use the same.
+///
+/// Decoding must accept distributed actor references: `userInfo` holds the cluster system under
+/// `CodingUserInfoKey.actorSystemKey`, which a distributed actor's `init(from:)` reads.
+/// Called on any thread, concurrently.
+public protocol ClusterCoder: Sendable {
+    func encode<Value: Encodable>(_ value: Value, into buffer: inout ByteBuffer) throws
+    func decode<Value: Decodable>(
+        _ type: Value.Type, from buffer: ByteBuffer, userInfo: [CodingUserInfoKey: any Sendable]
+    ) throws -> Value
+}
+
+/// JSON through Foundation's coders: readable and tolerant, not the fastest.
+public struct JSONClusterCoder: ClusterCoder {
+    private let encoder = JSONEncoder()
+
+    public init() {}
+
+    public func encode<Value: Encodable>(_ value: Value, into buffer: inout ByteBuffer) throws {
+        buffer.writeBytes(try encoder.encode(value))
+    }
+
+    public func decode<Value: Decodable>(
+        _ type: Value.Type, from buffer: ByteBuffer, userInfo: [CodingUserInfoKey: any Sendable]
+    ) throws -> Value {
+        let decoder = JSONDecoder()
+        decoder.userInfo = userInfo
+        return try buffer.withUnsafeReadableBytes { bytes in
+            try decoder.decode(type, from: Data(bytes))
+        }
+    }
+}

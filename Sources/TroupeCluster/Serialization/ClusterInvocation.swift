@@ -1,0 +1,130 @@
+import Distributed
+import NIOCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Records a remote call's arguments (each encoded by the cluster's coder) and generic
+/// substitutions (by mangled name). Made by the Swift runtime through
+/// ``ClusterSystem/makeInvocationEncoder()``; one per call, on the caller's thread.
+public struct ClusterInvocationEncoder: DistributedTargetInvocationEncoder {
+    public typealias SerializationRequirement = any Codable
+    let coder: any ClusterCoder
+    var arguments: [ByteBuffer] = []
+    var genericSubstitutions: [String] = []
+
+    init(coder: any ClusterCoder) { self.coder = coder }
+
+    public mutating func recordGenericSubstitution<T>(_ type: T.Type) throws {
+        guard let name = _mangledTypeName(type) else {
+            throw ClusterCallError.serialization(type: "\(type)", reason: "the type has no mangled name")
+        }
+        genericSubstitutions.append(name)
+    }
+
+    public mutating func recordArgument<Value: Codable>(_ argument: RemoteCallArgument<Value>) throws {
+        var buffer = ByteBuffer()
+        do {
+            try coder.encode(argument.value, into: &buffer)
+        } catch {
+            throw ClusterCallError.serialization(type: String(reflecting: Value.self), reason: "\(error)")
+        }
+        arguments.append(buffer)
+    }
+
+    public mutating func recordErrorType<E: Error>(_ type: E.Type) throws {}
+    public mutating func recordReturnType<R: Codable>(_ type: R.Type) throws {}
+    public mutating func doneRecording() throws {}
+}
+
+/// Hands a received invocation's arguments to the Swift runtime, decoding each with the
+/// cluster's coder; a value that does not decode throws ``ClusterCallError/serialization(type:reason:)``
+/// naming its type.
+public struct ClusterInvocationDecoder: DistributedTargetInvocationDecoder {
+    public typealias SerializationRequirement = any Codable
+    let coder: any ClusterCoder
+    let userInfo: [CodingUserInfoKey: any Sendable]
+    let arguments: [ByteBuffer]
+    let genericSubstitutions: [String]
+    var nextArgument = 0
+
+    init(coder: any ClusterCoder, system: ClusterSystem, invocation: WireEnvelope.Invocation) {
+        self.coder = coder
+        userInfo = [.actorSystemKey: system]
+        arguments = invocation.arguments
+        genericSubstitutions = invocation.genericSubstitutions
+    }
+
+    public mutating func decodeGenericSubstitutions() throws -> [Any.Type] {
+        try genericSubstitutions.map { name in
+            guard let type = _typeByName(name) else {
+                throw ClusterCallError.invalidInvocation("unknown generic substitution \(name)")
+            }
+            return type
+        }
+    }
+
+    public mutating func decodeNextArgument<Argument: Codable>() throws -> Argument {
+        guard nextArgument < arguments.count else {
+            throw ClusterCallError.invalidInvocation(
+                "missing argument \(nextArgument + 1) of type \(String(reflecting: Argument.self))")
+        }
+        defer { nextArgument += 1 }
+        do {
+            return try coder.decode(Argument.self, from: arguments[nextArgument], userInfo: userInfo)
+        } catch {
+            throw ClusterCallError.serialization(type: String(reflecting: Argument.self), reason: "\(error)")
+        }
+    }
+
+    public mutating func decodeErrorType() throws -> Any.Type? { nil }
+    public mutating func decodeReturnType() throws -> Any.Type? { nil }
+}
+
+/// Sends a local invocation's outcome back to the caller's node.
+public struct ClusterResultHandler: DistributedTargetInvocationResultHandler {
+    public typealias SerializationRequirement = any Codable
+    let system: ClusterSystem
+    let callID: UInt64
+    let association: Association
+
+    public func onReturn<Success: Codable>(value: Success) async throws {
+        var buffer = ByteBuffer()
+        do {
+            try system.settings.coder.encode(value, into: &buffer)
+        } catch {
+            let failure = WireEnvelope.RemoteFailure(
+                code: .serialization, typeName: String(reflecting: Success.self), message: "\(error)")
+            association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .failure(failure))))
+            return
+        }
+        association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .value(buffer))))
+    }
+
+    public func onReturnVoid() async throws {
+        association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .void)))
+    }
+
+    public func onThrow<Err: Error>(error: Err) async throws {
+        association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .failure(.init(thrown: error)))))
+    }
+}
+
+extension WireEnvelope.RemoteFailure {
+    /// A thrown error as it travels: the cluster's own errors keep their meaning.
+    init(thrown error: any Error) {
+        switch error {
+        case ClusterCallError.serialization(let type, let reason):
+            self.init(code: .serialization, typeName: type, message: reason)
+        case ClusterCallError.invalidInvocation(let why):
+            self.init(code: .invalidInvocation, typeName: "", message: why)
+        case let error as ExecuteDistributedTargetError:
+            self.init(code: .invalidInvocation, typeName: "", message: "\(error)")
+        default:
+            self.init(code: .thrown, typeName: String(reflecting: type(of: error)), message: "\(error)")
+        }
+    }
+}

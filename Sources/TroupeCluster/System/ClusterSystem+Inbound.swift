@@ -1,0 +1,54 @@
+import Distributed
+import NIOCore
+import Troupe
+import TroupeClusterMembership
+
+extension ClusterSystem {
+    /// An envelope on an established association. Called in the connection's delivery order,
+    /// on the transport's thread: nothing here blocks; distributed methods run in tasks on
+    /// Troupe's workers.
+    func handle(_ envelope: WireEnvelope, from association: Association, peer: MemberID) {
+        switch envelope {
+        case .invocation(let invocation):
+            execute(invocation, from: association)
+        case .reply(let reply):
+            completeCall(reply.callID, with: .success(reply.outcome))
+        case .membership(let message):
+            tellMembership(.swim(message, from: peer))
+        case .receptionist(let update):
+            applyReceptionistUpdate(update, from: peer)
+        case .watch(let number):
+            remoteWatch(number, by: peer)
+        case .unwatch(let number):
+            remoteUnwatch(number, by: peer)
+        case .terminated(let number):
+            remoteActorTerminated(ClusterActorID(node: peer, number: number), reason: .stopped)
+        case .leaving:
+            logger.info("\(peer) is leaving")
+            tellMembership(.leaving(peer))
+        case .hello, .challenge, .proof, .refused:
+            protocolViolation(association, reason: "\(envelope.kindName) after the handshake")
+        }
+    }
+
+    private func execute(_ invocation: WireEnvelope.Invocation, from association: Association) {
+        guard invocation.recipientUID == node.uid, let actor = localActor(number: invocation.recipientNumber) else {
+            let failure = WireEnvelope.RemoteFailure(code: .unknownActor, typeName: "", message: "")
+            return association.send(.reply(WireEnvelope.Reply(callID: invocation.callID, outcome: .failure(failure))))
+        }
+        metrics.invocationsReceived.increment()
+        let handler = ClusterResultHandler(system: self, callID: invocation.callID, association: association)
+        var decoder = ClusterInvocationDecoder(coder: settings.coder, system: self, invocation: invocation)
+        let target = RemoteCallTarget(invocation.target)
+        Task(executorPreference: actorSystem.taskExecutor) {
+            do {
+                try await self.executeDistributedTarget(
+                    on: actor, target: target, invocationDecoder: &decoder, handler: handler)
+            } catch {
+                // The runtime could not make the call (unknown target, arguments that do not
+                // decode): the result handler was not called.
+                try? await handler.onThrow(error: error)
+            }
+        }
+    }
+}

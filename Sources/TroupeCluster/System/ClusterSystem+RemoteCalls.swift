@@ -1,0 +1,127 @@
+import Distributed
+import NIOCore
+import Synchronization
+import Troupe
+import TroupeClusterMembership
+
+/// Remote calls waiting for their reply, by call id.
+struct PendingCalls {
+    var byID: [UInt64: PendingCall] = [:]
+}
+
+struct PendingCall {
+    let node: MemberID
+    let continuation: CheckedContinuation<WireEnvelope.Reply.Outcome, any Error>
+    var deadline: ScheduledAction?
+}
+
+extension ClusterSystem {
+    public func remoteCall<Act, Err, Res>(
+        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder,
+        throwing: Err.Type, returning: Res.Type
+    ) async throws -> Res where Act: DistributedActor, Act.ID == ClusterActorID, Err: Error, Res: Codable {
+        let outcome = try await call(actor.id, target: target, invocation: invocation)
+        switch outcome {
+        case .value(let bytes):
+            do {
+                return try settings.coder.decode(Res.self, from: bytes, userInfo: [.actorSystemKey: self])
+            } catch {
+                throw ClusterCallError.serialization(type: String(reflecting: Res.self), reason: "\(error)")
+            }
+        case .void:
+            throw ClusterCallError.invalidInvocation(
+                "\(target.identifier) returned nothing where \(String(reflecting: Res.self)) was expected")
+        case .failure(let failure):
+            throw ClusterCallError(failure, recipient: actor.id)
+        }
+    }
+
+    public func remoteCallVoid<Act, Err>(
+        on actor: Act, target: RemoteCallTarget, invocation: inout ClusterInvocationEncoder, throwing: Err.Type
+    ) async throws where Act: DistributedActor, Act.ID == ClusterActorID, Err: Error {
+        let outcome = try await call(actor.id, target: target, invocation: invocation)
+        if case .failure(let failure) = outcome { throw ClusterCallError(failure, recipient: actor.id) }
+    }
+
+    /// Sends the invocation and waits for its reply, at most ``ClusterSettings/callTimeout``
+    /// (measured on the actor system's timer). Cancelling the calling task fails the call with
+    /// `CancellationError` (the remote node may still run it).
+    private func call(
+        _ recipient: ClusterActorID, target: RemoteCallTarget, invocation: ClusterInvocationEncoder
+    ) async throws -> WireEnvelope.Reply.Outcome {
+        guard !shutDown else { throw ClusterCallError.systemShutDown }
+        let association = try await association(to: recipient.node)
+        let callID = nextCallID.wrappingAdd(1, ordering: .relaxed).newValue
+        let envelope = WireEnvelope.invocation(
+            WireEnvelope.Invocation(
+                callID: callID, recipientUID: recipient.node.uid, recipientNumber: recipient.number,
+                target: target.identifier, genericSubstitutions: invocation.genericSubstitutions,
+                arguments: invocation.arguments))
+        let timeout = settings.callTimeout
+        let identifier = target.identifier
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                pendingCalls.withLock {
+                    $0.byID[callID] = PendingCall(node: recipient.node, continuation: continuation)
+                }
+                let deadline = actorSystem.schedule(after: timeout) { [weak self] atShutdown in
+                    self?.completeCall(
+                        callID,
+                        with: .failure(
+                            atShutdown
+                                ? ClusterCallError.systemShutDown
+                                : ClusterCallError.timedOut(target: identifier, after: timeout)))
+                }
+                let stillPending = pendingCalls.withLock { calls -> Bool in
+                    guard calls.byID[callID] != nil else { return false }
+                    calls.byID[callID]!.deadline = deadline
+                    return true
+                }
+                if !stillPending { deadline.cancel() }
+                // A cancellation that came before the call was registered found nothing to fail.
+                if Task.isCancelled { return completeCall(callID, with: .failure(CancellationError())) }
+                association.send(envelope)
+            }
+        } onCancel: {
+            completeCall(callID, with: .failure(CancellationError()))
+        }
+    }
+
+    /// Completes a waiting call, once: whichever of the reply, the deadline, a cancellation or
+    /// a lost connection comes first wins; the others find nothing. Any thread.
+    func completeCall(_ callID: UInt64, with result: Result<WireEnvelope.Reply.Outcome, any Error>) {
+        guard let call = pendingCalls.withLock({ $0.byID.removeValue(forKey: callID) }) else { return }
+        call.deadline?.cancel()
+        switch result {
+        case .success: metrics.callsSucceeded.increment()
+        case .failure: metrics.callsFailed.increment()
+        }
+        call.continuation.resume(with: result)
+    }
+
+    /// Fails every waiting call to a node matching `matches`.
+    func failCalls(
+        where matches: (MemberID) -> Bool, with error: (MemberID) -> ClusterCallError
+    ) {
+        let failed = pendingCalls.withLock { calls -> [PendingCall] in
+            let ids = calls.byID.filter { matches($0.value.node) }.keys
+            return ids.compactMap { calls.byID.removeValue(forKey: $0) }
+        }
+        for call in failed {
+            call.deadline?.cancel()
+            metrics.callsFailed.increment()
+            call.continuation.resume(throwing: error(call.node))
+        }
+    }
+}
+
+extension ClusterCallError {
+    init(_ failure: WireEnvelope.RemoteFailure, recipient: ClusterActorID) {
+        switch failure.code {
+        case .unknownActor: self = .unknownActor(recipient)
+        case .serialization: self = .serialization(type: failure.typeName, reason: failure.message)
+        case .thrown: self = .remote(errorType: failure.typeName, message: failure.message)
+        case .invalidInvocation: self = .invalidInvocation(failure.message)
+        }
+    }
+}

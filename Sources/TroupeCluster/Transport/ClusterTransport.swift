@@ -1,0 +1,61 @@
+import NIOCore
+
+/// How frames travel between nodes: a listener, outbound connections, and ordered frames on
+/// each. ``NIOTransport`` (TCP) is the default; a TLS or gRPC transport, or a wrapper that
+/// injects faults (``FaultInjectingTransport``), conforms to the same protocol. Handshakes,
+/// authentication and envelopes are the cluster's business, above any transport.
+public protocol ClusterTransport: Sendable {
+    /// Starts accepting connections on `host`:`port` (port 0: any free port) and returns the
+    /// port bound. Each accepted connection is passed to `accept`, which starts it.
+    func listen(
+        host: String, port: Int, maximumFrameSize: Int,
+        accept: @escaping @Sendable (any ClusterConnection) -> Void
+    ) async throws -> Int
+
+    /// Opens a connection to `host`:`port`. Throws ``ClusterTransportError/connectionRefused(host:port:)``
+    /// when nothing listens there (the cluster takes that as evidence that a member is gone),
+    /// ``ClusterTransportError/unreachable(host:port:reason:)`` for anything else.
+    func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection
+
+    /// Stops listening and closes every connection.
+    func shutdown() async
+}
+
+/// One connection between two nodes.
+///
+/// Contract: frames are delivered to the handler one at a time and in order (never
+/// concurrently with each other), then `closed` exactly once; ``send(_:)`` may be called from
+/// any thread, and frames sent from one thread arrive in the order they were sent.
+public protocol ClusterConnection: AnyObject, Sendable {
+    /// Starts delivering inbound frames (each an envelope without its length prefix) and the
+    /// close to `handler`. Called once; frames that arrived before are delivered first.
+    func start(_ handler: any ClusterConnectionHandler)
+    /// Queues one frame (length prefix included, as ``WireEnvelope`` writes it) and flushes.
+    /// Frames sent after the connection closed are dropped.
+    func send(_ frame: ByteBuffer)
+    /// Closes the connection; the handler's `closed` follows.
+    func close()
+    /// The peer's address, for logs.
+    var peerDescription: String { get }
+}
+
+/// What a connection reports to. See ``ClusterConnection`` for the ordering contract.
+public protocol ClusterConnectionHandler: AnyObject, Sendable {
+    func received(_ frame: ByteBuffer, on connection: any ClusterConnection)
+    func closed(_ connection: any ClusterConnection, error: (any Error)?)
+}
+
+/// Why a transport could not connect.
+public enum ClusterTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Nothing listens at that address.
+    case connectionRefused(host: String, port: Int)
+    /// Anything else (timeout, no route, transport shut down).
+    case unreachable(host: String, port: Int, reason: String)
+
+    public var description: String {
+        switch self {
+        case .connectionRefused(let host, let port): "connection to \(host):\(port) refused"
+        case .unreachable(let host, let port, let reason): "cannot reach \(host):\(port): \(reason)"
+        }
+    }
+}

@@ -1,0 +1,178 @@
+internal import TroupeLocks
+import NIOCore
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// TCP over SwiftNIO: one listening socket, `TCP_NODELAY` connections, frames split by
+/// ``FrameDecoder``. Owns its event loops (``threads``, default 1: on a small machine the
+/// cluster's I/O should not compete with Troupe's workers for cores).
+public final class NIOTransport: ClusterTransport {
+    private let group: MultiThreadedEventLoopGroup
+    private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
+    private let connectTimeout: TimeAmount
+    /// Set by `shutdown`: connections then drop sends and closes instead of scheduling work
+    /// on event loops that are gone.
+    private let stopped = StoppedFlag()
+
+    public init(threads: Int = 1, connectTimeout: Duration = .seconds(2)) {
+        precondition(threads > 0, "NIOTransport(threads:) needs at least one thread, got \(threads)")
+        group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        self.connectTimeout = .nanoseconds(
+            Int64(connectTimeout.components.seconds) * 1_000_000_000
+                + connectTimeout.components.attoseconds / 1_000_000_000)
+    }
+
+    public func listen(
+        host: String, port: Int, maximumFrameSize: Int,
+        accept: @escaping @Sendable (any ClusterConnection) -> Void
+    ) async throws -> Int {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let connection = NIOClusterConnection(channel: channel, stopped: self.stopped)
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(FrameDecoder(maximumFrameSize: maximumFrameSize)))
+                    try channel.pipeline.syncOperations.addHandler(NIOConnectionHandler(connection: connection))
+                    accept(connection)
+                }
+            }
+        let server = try await bootstrap.bind(host: host, port: port).get()
+        channels.withLock { $0[ObjectIdentifier(server)] = server }
+        return server.localAddress?.port ?? port
+    }
+
+    public func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection {
+        let bootstrap = ClientBootstrap(group: group)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .connectTimeout(connectTimeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let connection = NIOClusterConnection(channel: channel, stopped: self.stopped)
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(FrameDecoder(maximumFrameSize: maximumFrameSize)))
+                    try channel.pipeline.syncOperations.addHandler(NIOConnectionHandler(connection: connection))
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: port).get()
+        } catch let error as NIOConnectionError {
+            let refused = error.connectionErrors.contains { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }
+            if refused { throw ClusterTransportError.connectionRefused(host: host, port: port) }
+            throw ClusterTransportError.unreachable(host: host, port: port, reason: "\(error)")
+        } catch let error as IOError where error.errnoCode == ECONNREFUSED {
+            throw ClusterTransportError.connectionRefused(host: host, port: port)
+        } catch {
+            throw ClusterTransportError.unreachable(host: host, port: port, reason: "\(error)")
+        }
+        let connection = try await channel.pipeline.handler(type: NIOConnectionHandler.self).get().connection
+        return connection
+    }
+
+    public func shutdown() async {
+        guard !stopped.flag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let open = channels.withLock { channels in
+            defer { channels.removeAll() }
+            return Array(channels.values)
+        }
+        for channel in open { try? await channel.close() }
+        try? await group.shutdownGracefully()
+    }
+}
+
+/// A NIO channel as a ``ClusterConnection``. `handler` and `early` are touched only on the
+/// channel's event loop.
+// @unchecked: its mutable state is confined to `channel.eventLoop`.
+final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
+    let channel: any Channel
+    private var handler: (any ClusterConnectionHandler)?
+    /// Frames that arrived before `start`.
+    private var early: [ByteBuffer] = []
+    private var closedBeforeStart: (any Error)?? = nil
+    private var closeReported = false
+    /// The error that closed the channel, reported with the close.
+    var closingError: (any Error)?
+
+    private let stopped: StoppedFlag
+
+    init(channel: any Channel, stopped: StoppedFlag) {
+        self.channel = channel
+        self.stopped = stopped
+    }
+
+    var peerDescription: String { channel.remoteAddress.map { "\($0)" } ?? "unknown peer" }
+
+    func start(_ handler: any ClusterConnectionHandler) {
+        guard !stopped.isSet else { return }
+        channel.eventLoop.execute {
+            self.handler = handler
+            let frames = self.early
+            self.early = []
+            for frame in frames { handler.received(frame, on: self) }
+            if let error = self.closedBeforeStart { self.reportClosed(error) }
+        }
+    }
+
+    func send(_ frame: ByteBuffer) {
+        guard !stopped.isSet else { return }
+        channel.writeAndFlush(frame, promise: nil)
+    }
+
+    func close() {
+        guard !stopped.isSet else { return }
+        channel.close(promise: nil)
+    }
+
+    /// Event loop.
+    func deliver(_ frame: ByteBuffer) {
+        if let handler { handler.received(frame, on: self) } else { early.append(frame) }
+    }
+
+    /// Event loop.
+    func reportClosed(_ error: (any Error)?) {
+        guard let handler else {
+            closedBeforeStart = .some(error)
+            return
+        }
+        guard !closeReported else { return }
+        closeReported = true
+        handler.closed(self, error: error)
+        self.handler = nil
+    }
+}
+
+/// The last handler of a cluster connection's pipeline.
+final class NIOConnectionHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let connection: NIOClusterConnection
+
+    init(connection: NIOClusterConnection) { self.connection = connection }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        connection.deliver(unwrapInboundIn(data))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connection.reportClosed(connection.closingError)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A frame the decoder refused, or a socket error: the connection is unusable.
+        if connection.closingError == nil { connection.closingError = error }
+        context.close(promise: nil)
+    }
+}
+
+/// Whether a transport has shut down, shared with its connections.
+final class StoppedFlag: Sendable {
+    let flag = Atomic<Bool>(false)
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+}

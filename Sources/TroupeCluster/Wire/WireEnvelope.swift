@@ -1,0 +1,367 @@
+import NIOCore
+import TroupeClusterMembership
+
+/// Everything nodes say to each other, one envelope per frame: `[UInt8 version][UInt8 kind]`
+/// then the kind's body, integers big-endian, strings and byte strings prefixed by a `UInt32`
+/// length, lists by a `UInt16` count. A frame is `[UInt32 length][envelope]`
+/// (see ``FrameDecoder``).
+///
+/// Decoding is total: any byte string either decodes to exactly one envelope or throws a
+/// ``WireError``; it never traps, and never reads past the frame (the fuzz tests hold it to
+/// that).
+enum WireEnvelope: Sendable, Equatable {
+    // The handshake (see `Handshake`): hello → challenge → proof, or refused.
+    case hello(Hello)
+    case challenge(Challenge)
+    case proof(Proof)
+    case refused(reason: String)
+    // Established associations.
+    case invocation(Invocation)
+    case reply(Reply)
+    case membership(SWIMMessage)
+    case receptionist(ReceptionistUpdate)
+    case watch(actorNumber: UInt64)
+    case unwatch(actorNumber: UInt64)
+    case terminated(actorNumber: UInt64)
+    /// The sender leaves the cluster: its peers mark it down at once.
+    case leaving
+
+    /// The only wire version so far. A peer speaking another is refused at the handshake.
+    static let version: UInt8 = 1
+
+    enum Kind: UInt8 {
+        case hello = 1, challenge, proof, refused
+        case invocation = 10, reply, membership, receptionist, watch, unwatch, terminated, leaving
+    }
+
+    struct Hello: Sendable, Equatable {
+        let clusterName: String
+        let from: MemberID
+        let nonce: [UInt8]
+    }
+
+    struct Challenge: Sendable, Equatable {
+        let from: MemberID
+        let nonce: [UInt8]
+        let proof: [UInt8]
+    }
+
+    struct Proof: Sendable, Equatable {
+        let proof: [UInt8]
+    }
+
+    struct Invocation: Sendable, Equatable {
+        let callID: UInt64
+        /// The recipient's node uid: an id from an earlier run of the node is unknown here.
+        let recipientUID: UInt64
+        let recipientNumber: UInt64
+        let target: String
+        let genericSubstitutions: [String]
+        let arguments: [ByteBuffer]
+    }
+
+    struct Reply: Sendable, Equatable {
+        let callID: UInt64
+        let outcome: Outcome
+
+        enum Outcome: Sendable, Equatable {
+            case value(ByteBuffer)
+            case void
+            case failure(RemoteFailure)
+        }
+    }
+
+    /// A failure on the callee's side, as it travels back.
+    struct RemoteFailure: Sendable, Equatable {
+        enum Code: UInt8 {
+            case unknownActor = 1, serialization, thrown, invalidInvocation
+        }
+        let code: Code
+        /// The type concerned: the one that failed to decode, or the error thrown.
+        let typeName: String
+        let message: String
+    }
+
+    struct ReceptionistUpdate: Sendable, Equatable {
+        enum Operation: UInt8 {
+            /// The sender's complete set of registrations (sent once an association is up).
+            case snapshot = 1
+            case checkIn, checkOut
+        }
+        let operation: Operation
+        let entries: [Entry]
+
+        struct Entry: Sendable, Hashable {
+            let key: String
+            let actorNumber: UInt64
+        }
+    }
+
+    static let nonceLength = 32
+    static let proofLength = 32
+}
+
+// MARK: - Encoding
+
+extension WireEnvelope {
+    /// Appends this envelope as one frame (length prefix included) to `buffer`.
+    func writeFrame(into buffer: inout ByteBuffer) {
+        let lengthIndex = buffer.writerIndex
+        buffer.writeInteger(UInt32(0), endianness: .big)
+        write(into: &buffer)
+        buffer.setInteger(UInt32(buffer.writerIndex - lengthIndex - 4), at: lengthIndex, endianness: .big)
+    }
+
+    func frame(allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 64)
+        writeFrame(into: &buffer)
+        return buffer
+    }
+
+    func write(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(Self.version)
+        switch self {
+        case .hello(let hello):
+            buffer.writeInteger(Kind.hello.rawValue)
+            buffer.writeWireString(hello.clusterName)
+            buffer.writeMember(hello.from)
+            buffer.writeBytes(hello.nonce)
+        case .challenge(let challenge):
+            buffer.writeInteger(Kind.challenge.rawValue)
+            buffer.writeMember(challenge.from)
+            buffer.writeBytes(challenge.nonce)
+            buffer.writeBytes(challenge.proof)
+        case .proof(let proof):
+            buffer.writeInteger(Kind.proof.rawValue)
+            buffer.writeBytes(proof.proof)
+        case .refused(let reason):
+            buffer.writeInteger(Kind.refused.rawValue)
+            buffer.writeWireString(reason)
+        case .invocation(let invocation):
+            buffer.writeInteger(Kind.invocation.rawValue)
+            buffer.writeInteger(invocation.callID, endianness: .big)
+            buffer.writeInteger(invocation.recipientUID, endianness: .big)
+            buffer.writeInteger(invocation.recipientNumber, endianness: .big)
+            buffer.writeWireString(invocation.target)
+            buffer.writeInteger(UInt16(invocation.genericSubstitutions.count), endianness: .big)
+            for name in invocation.genericSubstitutions { buffer.writeWireString(name) }
+            buffer.writeInteger(UInt16(invocation.arguments.count), endianness: .big)
+            for argument in invocation.arguments { buffer.writeWireBytes(argument) }
+        case .reply(let reply):
+            buffer.writeInteger(Kind.reply.rawValue)
+            buffer.writeInteger(reply.callID, endianness: .big)
+            switch reply.outcome {
+            case .value(let bytes):
+                buffer.writeInteger(UInt8(0))
+                buffer.writeWireBytes(bytes)
+            case .void:
+                buffer.writeInteger(UInt8(1))
+            case .failure(let failure):
+                buffer.writeInteger(UInt8(2))
+                buffer.writeInteger(failure.code.rawValue)
+                buffer.writeWireString(failure.typeName)
+                buffer.writeWireString(failure.message)
+            }
+        case .membership(let message):
+            buffer.writeInteger(Kind.membership.rawValue)
+            buffer.writeSWIM(message)
+        case .receptionist(let update):
+            buffer.writeInteger(Kind.receptionist.rawValue)
+            buffer.writeInteger(update.operation.rawValue)
+            buffer.writeInteger(UInt16(update.entries.count), endianness: .big)
+            for entry in update.entries {
+                buffer.writeWireString(entry.key)
+                buffer.writeInteger(entry.actorNumber, endianness: .big)
+            }
+        case .watch(let number):
+            buffer.writeInteger(Kind.watch.rawValue)
+            buffer.writeInteger(number, endianness: .big)
+        case .unwatch(let number):
+            buffer.writeInteger(Kind.unwatch.rawValue)
+            buffer.writeInteger(number, endianness: .big)
+        case .terminated(let number):
+            buffer.writeInteger(Kind.terminated.rawValue)
+            buffer.writeInteger(number, endianness: .big)
+        case .leaving:
+            buffer.writeInteger(Kind.leaving.rawValue)
+        }
+    }
+}
+
+extension ByteBuffer {
+    mutating func writeMember(_ member: MemberID) {
+        writeWireString(member.host)
+        writeInteger(UInt16(truncatingIfNeeded: member.port), endianness: .big)
+        writeInteger(member.uid, endianness: .big)
+    }
+
+    mutating func writeSWIM(_ message: SWIMMessage) {
+        let gossip: [SWIMMessage.Gossip]
+        switch message {
+        case .ping(let sequence, let items):
+            writeInteger(UInt8(1))
+            writeInteger(sequence, endianness: .big)
+            gossip = items
+        case .pingRequest(let sequence, let target, let items):
+            writeInteger(UInt8(2))
+            writeInteger(sequence, endianness: .big)
+            writeMember(target)
+            gossip = items
+        case .ack(let sequence, let target, let items):
+            writeInteger(UInt8(3))
+            writeInteger(sequence, endianness: .big)
+            writeMember(target)
+            gossip = items
+        }
+        writeInteger(UInt16(gossip.count), endianness: .big)
+        for item in gossip {
+            writeMember(item.member)
+            switch item.status {
+            case .alive(let incarnation):
+                writeInteger(UInt8(0))
+                writeInteger(incarnation, endianness: .big)
+            case .suspect(let incarnation):
+                writeInteger(UInt8(1))
+                writeInteger(incarnation, endianness: .big)
+            case .unreachable(let incarnation):
+                writeInteger(UInt8(2))
+                writeInteger(incarnation, endianness: .big)
+            case .down:
+                writeInteger(UInt8(3))
+            }
+        }
+    }
+}
+
+// MARK: - Decoding
+
+extension WireEnvelope {
+    /// Decodes one envelope from a frame's payload (without the length prefix), which it must
+    /// fill exactly.
+    static func decode(_ payload: ByteBuffer) throws(WireError) -> WireEnvelope {
+        do {
+            var reader = WireReader(buffer: payload)
+            let envelope = try decode(from: &reader)
+            try reader.expectEnd("the envelope")
+            return envelope
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw WireError.malformed("\(error)")
+        }
+    }
+
+    private static func decode(from reader: inout WireReader) throws -> WireEnvelope {
+        let version = try reader.u8("version")
+        guard version == Self.version else { throw WireError.unsupportedVersion(version) }
+        let rawKind = try reader.u8("kind")
+        guard let kind = Kind(rawValue: rawKind) else { throw WireError.unknownKind(rawKind) }
+        switch kind {
+        case .hello:
+            let name = try reader.string("cluster name")
+            let from = try reader.member()
+            let nonce = try reader.fixed(nonceLength, "nonce")
+            return .hello(Hello(clusterName: name, from: from, nonce: nonce))
+        case .challenge:
+            let from = try reader.member()
+            let nonce = try reader.fixed(nonceLength, "nonce")
+            let proof = try reader.fixed(proofLength, "proof")
+            return .challenge(Challenge(from: from, nonce: nonce, proof: proof))
+        case .proof:
+            return .proof(Proof(proof: try reader.fixed(proofLength, "proof")))
+        case .refused:
+            return .refused(reason: try reader.string("reason"))
+        case .invocation:
+            let callID = try reader.u64("call id")
+            let uid = try reader.u64("recipient uid")
+            let number = try reader.u64("recipient number")
+            let target = try reader.string("target")
+            var substitutions: [String] = []
+            for _ in 0..<(try reader.count("generic substitutions")) {
+                substitutions.append(try reader.string("generic substitution"))
+            }
+            var arguments: [ByteBuffer] = []
+            let argumentCount = try reader.count("arguments")
+            arguments.reserveCapacity(argumentCount)
+            for _ in 0..<argumentCount { arguments.append(try reader.bytes("argument")) }
+            return .invocation(
+                Invocation(
+                    callID: callID, recipientUID: uid, recipientNumber: number, target: target,
+                    genericSubstitutions: substitutions, arguments: arguments))
+        case .reply:
+            let callID = try reader.u64("call id")
+            switch try reader.u8("outcome") {
+            case 0: return .reply(Reply(callID: callID, outcome: .value(try reader.bytes("value"))))
+            case 1: return .reply(Reply(callID: callID, outcome: .void))
+            case 2:
+                let rawCode = try reader.u8("failure code")
+                guard let code = RemoteFailure.Code(rawValue: rawCode) else {
+                    throw WireError.malformed("unknown failure code \(rawCode)")
+                }
+                let typeName = try reader.string("failure type")
+                let message = try reader.string("failure message")
+                let failure = RemoteFailure(code: code, typeName: typeName, message: message)
+                return .reply(Reply(callID: callID, outcome: .failure(failure)))
+            case let other: throw WireError.malformed("unknown outcome \(other)")
+            }
+        case .membership:
+            return .membership(try reader.swim())
+        case .receptionist:
+            let rawOperation = try reader.u8("receptionist operation")
+            guard let operation = ReceptionistUpdate.Operation(rawValue: rawOperation) else {
+                throw WireError.malformed("unknown receptionist operation \(rawOperation)")
+            }
+            var entries: [ReceptionistUpdate.Entry] = []
+            for _ in 0..<(try reader.count("receptionist entries")) {
+                let key = try reader.string("receptionist key")
+                entries.append(ReceptionistUpdate.Entry(key: key, actorNumber: try reader.u64("actor number")))
+            }
+            return .receptionist(ReceptionistUpdate(operation: operation, entries: entries))
+        case .watch:
+            return .watch(actorNumber: try reader.u64("actor number"))
+        case .unwatch:
+            return .unwatch(actorNumber: try reader.u64("actor number"))
+        case .terminated:
+            return .terminated(actorNumber: try reader.u64("actor number"))
+        case .leaving:
+            return .leaving
+        }
+    }
+}
+
+extension WireReader {
+    mutating func member() throws -> MemberID {
+        let host = try string("host")
+        let port = Int(try u16("port"))
+        return MemberID(host: host, port: port, uid: try u64("uid"))
+    }
+
+    mutating func swim() throws -> SWIMMessage {
+        let tag = try u8("membership message")
+        let sequence = try u64("sequence")
+        var target: MemberID?
+        switch tag {
+        case 1: break
+        case 2, 3: target = try member()
+        default: throw WireError.malformed("unknown membership message \(tag)")
+        }
+        var gossip: [SWIMMessage.Gossip] = []
+        for _ in 0..<(try count("gossip")) {
+            let member = try member()
+            let status: MemberStatus
+            switch try u8("status") {
+            case 0: status = .alive(incarnation: try u64("incarnation"))
+            case 1: status = .suspect(incarnation: try u64("incarnation"))
+            case 2: status = .unreachable(incarnation: try u64("incarnation"))
+            case 3: status = .down
+            case let other: throw WireError.malformed("unknown member status \(other)")
+            }
+            gossip.append(SWIMMessage.Gossip(member: member, status: status))
+        }
+        switch tag {
+        case 1: return .ping(sequence: sequence, gossip: gossip)
+        case 2: return .pingRequest(sequence: sequence, target: target!, gossip: gossip)
+        default: return .ack(sequence: sequence, target: target!, gossip: gossip)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Distributed
+import Testing
+import Troupe
+import TroupeTestSupport
+
+@testable import TroupeCluster
+
+@Suite("Receptionist and remote death watch", .serialized)
+struct ReceptionistAndWatchTests {
+    @Test func listingsFollowCheckInsDeinitsAndDownedNodes() async throws {
+        let nodes = try await startCluster(3)
+        var onSecond: Greeter? = Greeter(actorSystem: nodes[1].cluster)
+        let onThird = Greeter(actorSystem: nodes[2].cluster)
+        try nodes[1].cluster.receptionist.checkIn(onSecond!, with: .greeters)
+        try nodes[2].cluster.receptionist.checkIn(onThird, with: .greeters)
+        let secondID = onSecond!.id
+        await waitUntil("both greeters listed on the first node") {
+            nodes[0].cluster.receptionist.lookup(.greeters).count == 2
+        }
+        let listed = nodes[0].cluster.receptionist.lookup(.greeters)
+        #expect(Set(listed.map(\.id)) == [secondID, onThird.id])
+        #expect(try await listed[0].greet("via receptionist") == "Hello, via receptionist!")
+
+        var listing = nodes[0].cluster.receptionist.listing(of: .greeters).makeAsyncIterator()
+        #expect(await listing.next()?.count == 2)
+        onSecond = nil
+        while let current = await listing.next(), current.count != 1 {}
+        #expect(nodes[0].cluster.receptionist.lookup(.greeters).map(\.id) == [onThird.id])
+
+        await nodes[2].shutdown()
+        while let current = await listing.next(), !current.isEmpty {}
+        #expect(nodes[0].cluster.receptionist.lookup(.greeters).isEmpty)
+        await shutdownAll([nodes[0], nodes[1]])
+    }
+
+    @Test func checkingInAnotherNodesActorIsRefused() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        #expect(throws: ReceptionistError.self) { try nodes[0].cluster.receptionist.checkIn(remote, with: .greeters) }
+        await shutdownAll(nodes)
+    }
+
+    @Test func aWatchedRemoteActorReportsItsDeinitThenItsNodesDown() async throws {
+        let nodes = try await startCluster(2)
+        var first: Greeter? = Greeter(actorSystem: nodes[1].cluster)
+        let second = Greeter(actorSystem: nodes[1].cluster)
+        let firstID = first!.id
+        let notices = TestLock<[ClusterTermination]>([])
+        let remoteFirst = try Greeter.resolve(id: firstID, using: nodes[0].cluster)
+        let remoteSecond = try Greeter.resolve(id: second.id, using: nodes[0].cluster)
+        nodes[0].cluster.watch(remoteFirst) { notice in notices.withLock { $0.append(notice) } }
+        nodes[0].cluster.watch(remoteSecond) { notice in notices.withLock { $0.append(notice) } }
+        // The watch must reach the other node before the actor goes, or it sees it gone
+        // (also reported as stopped): a call in between orders them.
+        _ = try await remoteFirst.greet("x")
+        first = nil
+        await waitUntil("the first greeter's termination") { notices.withLock { $0.count } == 1 }
+        #expect(notices.withLock { $0.first?.actor } == firstID)
+        #expect(notices.withLock { $0.first?.reason } == .stopped)
+
+        await nodes[1].shutdown()
+        await waitUntil(timeout: .seconds(60), "the second greeter's node-down notice") {
+            notices.withLock { $0.count } == 2
+        }
+        #expect(notices.withLock { $0.last?.actor } == second.id)
+        #expect(notices.withLock { $0.last?.reason } == .nodeDown)
+        await nodes[0].shutdown()
+    }
+
+    @Test func watchingAnActorAlreadyGoneReportsAtOnce() async throws {
+        let nodes = try await startCluster(2)
+        var greeter: Greeter? = Greeter(actorSystem: nodes[1].cluster)
+        let id = greeter!.id
+        greeter = nil
+        await waitUntil("deinitialised") { nodes[1].cluster.localActor(number: id.number) == nil }
+        let remote = try Greeter.resolve(id: id, using: nodes[0].cluster)
+        let notices = TestLock<[ClusterTermination]>([])
+        nodes[0].cluster.watch(remote) { notice in notices.withLock { $0.append(notice) } }
+        await waitUntil("reported") { notices.withLock { $0.count } == 1 }
+        #expect(notices.withLock { $0.first?.reason } == .stopped)
+        await shutdownAll(nodes)
+    }
+}

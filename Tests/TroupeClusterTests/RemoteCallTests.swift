@@ -1,0 +1,151 @@
+import Distributed
+import Testing
+import Troupe
+import TroupeTestSupport
+
+@testable import TroupeCluster
+
+@Suite("Remote calls between cluster nodes in one process", .serialized)
+struct RemoteCallTests {
+    @Test func valuesVoidAndThrowsCrossNodes() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        #expect(__isRemoteActor(remote))
+        #expect(try await remote.greet("Ada") == "Hello, Ada!")
+        try await remote.record("Grace")
+        #expect(try await remote.names() == ["Ada", "Grace"])
+        await #expect {
+            _ = try await remote.fail("on purpose")
+        } throws: { error in
+            guard case ClusterCallError.remote(let type, let message) = error else { return false }
+            return type.hasSuffix("GreeterFailure") && message == "greeter failure: on purpose"
+        }
+        let bytes = (0..<1024).map { UInt8(truncatingIfNeeded: $0) }
+        #expect(try await remote.echo(bytes) == bytes)
+        _ = greeter
+        await shutdownAll(nodes)
+    }
+
+    @Test func distributedMethodsRunOnTroupeExecutors() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        #expect(try await remote.runsOnTroupe())
+        let before = greeter.id.executor!.jobsRun
+        _ = try await remote.greet("x")
+        #expect(greeter.id.executor!.jobsRun > before)
+        // An actor without ClusterActor still works, on Swift's default executor.
+        let counter = PlainCounter(actorSystem: nodes[1].cluster)
+        let remoteCounter = try PlainCounter.resolve(id: counter.id, using: nodes[0].cluster)
+        #expect(try await remoteCounter.increment() == 1)
+        #expect(counter.id.executor == nil)
+        await shutdownAll(nodes)
+    }
+
+    @Test func actorReferencesTravelAsArguments() async throws {
+        let nodes = try await startCluster(3)
+        let middle = Greeter(actorSystem: nodes[1].cluster)
+        let last = Greeter(actorSystem: nodes[2].cluster)
+        let remoteMiddle = try Greeter.resolve(id: middle.id, using: nodes[0].cluster)
+        let remoteLast = try Greeter.resolve(id: last.id, using: nodes[0].cluster)
+        #expect(try await remoteMiddle.relay(to: remoteLast, name: "Lin") == "Hello, Lin!")
+        #expect(try await remoteLast.names() == ["Lin"])
+        await shutdownAll(nodes)
+    }
+
+    @Test func aCallWithoutReplyTimesOut() async throws {
+        let first = try await startNode(callTimeout: .milliseconds(300))
+        let second = try await startNode(seeds: [first.cluster.node])
+        let greeter = Greeter(actorSystem: second.cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: first.cluster)
+        await #expect {
+            _ = try await remote.slow(.seconds(3))
+        } throws: { error in
+            guard case ClusterCallError.timedOut(let target, let after) = error else { return false }
+            return target.contains("slow") && after == .milliseconds(300)
+        }
+        // The connection is still good.
+        #expect(try await remote.greet("after") == "Hello, after!")
+        await shutdownAll([first, second])
+    }
+
+    @Test func anActorThatIsGoneIsUnknown() async throws {
+        let nodes = try await startCluster(2)
+        var greeter: Greeter? = Greeter(actorSystem: nodes[1].cluster)
+        let id = greeter!.id
+        let remote = try Greeter.resolve(id: id, using: nodes[0].cluster)
+        #expect(try await remote.greet("once") == "Hello, once!")
+        greeter = nil
+        await waitUntil("the greeter deinitialised") { nodes[1].cluster.localActor(number: id.number) == nil }
+        await #expect {
+            _ = try await remote.greet("twice")
+        } throws: { error in
+            guard case ClusterCallError.unknownActor(let unknown) = error else { return false }
+            return unknown == id
+        }
+        await shutdownAll(nodes)
+    }
+
+    @Test func serializationErrorsNameTheType() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        await #expect {
+            _ = try await remote.take(Unencodable())
+        } throws: { error in
+            guard case ClusterCallError.serialization(let type, _) = error else { return false }
+            return type.hasSuffix("Unencodable")
+        }
+        await #expect {
+            _ = try await remote.give()
+        } throws: { error in
+            guard case ClusterCallError.serialization(let type, _) = error else { return false }
+            return type.hasSuffix("Unencodable")
+        }
+        await shutdownAll(nodes)
+    }
+
+    @Test func callsToALeftNodeFailAsNodeDown() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        #expect(try await remote.greet("before") == "Hello, before!")
+        await nodes[1].shutdown()
+        await waitUntil(timeout: .seconds(60), "the leaving node is down") {
+            nodes[0].cluster.membership[nodes[1].cluster.node] == .down
+        }
+        await #expect {
+            _ = try await remote.greet("after")
+        } throws: { error in
+            guard case ClusterCallError.nodeDown(let node) = error else { return false }
+            return node == nodes[1].cluster.node
+        }
+        await nodes[0].shutdown()
+        // After shutdown, calls fail at once.
+        await #expect {
+            _ = try await remote.greet("later")
+        } throws: { error in
+            if case ClusterCallError.systemShutDown = error { return true }
+            return false
+        }
+    }
+
+    @Test func manyConcurrentCallsAllGetTheirOwnReply() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        let replies = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for index in 0..<500 {
+                group.addTask { (index, try await remote.greet("\(index)")) }
+            }
+            var replies: [Int: String] = [:]
+            for try await (index, reply) in group { replies[index] = reply }
+            return replies
+        }
+        #expect(replies.count == 500)
+        #expect(replies.allSatisfy { $0.value == "Hello, \($0.key)!" })
+        #expect(try await remote.names().count == 500)
+        await shutdownAll(nodes)
+    }
+}

@@ -1,0 +1,129 @@
+import NIOCore
+import Testing
+import TroupeClusterMembership
+
+@testable import TroupeCluster
+
+@Suite("Wire format: envelopes, frames and a fuzzed decoder")
+struct WireTests {
+    static let member = MemberID(host: "127.0.0.1", port: 7337, uid: 42)
+
+    static let samples: [WireEnvelope] = [
+        .hello(.init(clusterName: "c", from: member, nonce: Array(repeating: 1, count: 32))),
+        .challenge(.init(from: member, nonce: Array(repeating: 2, count: 32), proof: Array(repeating: 3, count: 32))),
+        .proof(.init(proof: Array(repeating: 4, count: 32))),
+        .refused(reason: "no"),
+        .invocation(
+            .init(
+                callID: 7, recipientUID: 42, recipientNumber: 3, target: "$s4Main7GreeterC5greetyS2SF",
+                genericSubstitutions: ["Si"], arguments: [ByteBuffer(string: "\"Ada\""), ByteBuffer()])),
+        .reply(.init(callID: 7, outcome: .value(ByteBuffer(string: "\"Hello\"")))),
+        .reply(.init(callID: 8, outcome: .void)),
+        .reply(.init(callID: 9, outcome: .failure(.init(code: .thrown, typeName: "E", message: "m")))),
+        .membership(
+            .pingRequest(
+                sequence: 5, target: member,
+                gossip: [
+                    .init(member: member, status: .suspect(incarnation: 2)), .init(member: member, status: .down),
+                ])),
+        .membership(.ack(sequence: 1, target: member, gossip: [])),
+        .membership(.ping(sequence: 2, gossip: [.init(member: member, status: .alive(incarnation: 0))])),
+        .receptionist(.init(operation: .snapshot, entries: [.init(key: "k|T", actorNumber: 1)])),
+        .watch(actorNumber: 1), .unwatch(actorNumber: 2), .terminated(actorNumber: 3), .leaving,
+    ]
+
+    @Test func everyEnvelopeRoundTrips() throws {
+        for envelope in Self.samples {
+            let frame = envelope.frame()
+            var decoder = FrameDecoder(maximumFrameSize: 1 << 20)
+            var stream = frame
+            let payload = try #require(try decoder.decode(buffer: &stream))
+            #expect(stream.readableBytes == 0)
+            #expect(try WireEnvelope.decode(payload) == envelope)
+        }
+    }
+
+    @Test func framesOverTheMaximumAreRefusedBeforeTheyAreRead() throws {
+        var decoder = FrameDecoder(maximumFrameSize: 1024)
+        var buffer = ByteBuffer()
+        buffer.writeInteger(UInt32(1025), endianness: .big)
+        #expect(throws: WireError.frameTooLarge(length: 1025, maximum: 1024)) { try decoder.decode(buffer: &buffer) }
+        var short = ByteBuffer()
+        short.writeInteger(UInt32(1), endianness: .big)
+        short.writeInteger(UInt8(1))
+        #expect(throws: WireError.self) { try decoder.decode(buffer: &short) }
+        // A partial frame waits for the rest.
+        var partial = WireEnvelope.leaving.frame()
+        partial.moveWriterIndex(to: partial.writerIndex - 1)
+        #expect(try decoder.decode(buffer: &partial) == nil)
+    }
+
+    @Test func versionsAndKindsAreChecked() {
+        #expect(throws: WireError.unsupportedVersion(2)) { try WireEnvelope.decode(ByteBuffer(bytes: [2, 16])) }
+        #expect(throws: WireError.unknownKind(99)) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 99])) }
+        #expect(throws: WireError.self) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 17, 0])) }  // trailing byte
+        #expect(throws: WireError.self) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 14, 0, 0])) }  // truncated
+    }
+
+    /// The decoder is total: on random bytes, on valid envelopes with bytes flipped, cut or
+    /// inserted, it decodes or throws `WireError`, never traps; and whatever it decodes
+    /// re-encodes to exactly the bytes it came from (the format has one encoding per value).
+    @Test func fuzzedInputsDecodeOrThrowAndNeverTrap() throws {
+        var generator = SplitMix(seed: UInt64(fuzzSeed))
+        var decoded = 0
+        var refused = 0
+        let iterations = fuzzIterations
+        let valid = Self.samples.map { envelope -> [UInt8] in
+            var payload = envelope.frame()
+            payload.moveReaderIndex(forwardBy: 4)
+            return Array(payload.readableBytesView)
+        }
+        for iteration in 0..<iterations {
+            var bytes: [UInt8]
+            if iteration % 4 == 0 {
+                let length = Int(generator.next() % 96)
+                bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+                if bytes.count >= 2 && generator.next() % 2 == 0 {
+                    bytes[0] = 1
+                    bytes[1] = UInt8([1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 16, 17][Int(generator.next() % 12)])
+                }
+            } else {
+                bytes = valid[Int(generator.next() % UInt64(valid.count))]
+                for _ in 0...(generator.next() % 4) {
+                    guard !bytes.isEmpty else { break }
+                    let position = Int(generator.next() % UInt64(bytes.count))
+                    switch generator.next() % 4 {
+                    case 0: bytes[position] ^= UInt8(truncatingIfNeeded: 1 << (generator.next() % 8))
+                    case 1: bytes.removeSubrange(position...)
+                    case 2: bytes.insert(UInt8(truncatingIfNeeded: generator.next()), at: position)
+                    default: bytes[position] = 0xFF
+                    }
+                }
+            }
+            do {
+                let envelope = try WireEnvelope.decode(ByteBuffer(bytes: bytes))
+                var again = ByteBuffer()
+                envelope.write(into: &again)
+                #expect(Array(again.readableBytesView) == bytes, "re-encoding differs for \(bytes)")
+                decoded += 1
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(decoded + refused == iterations)
+        #expect(decoded > 0 && refused > 0, "the generator exercised both outcomes")
+    }
+}
+
+/// `TROUPE_FUZZ_ITERATIONS` and `TROUPE_FUZZ_SEED` tune the fuzz test (defaults: 200,000 and 1).
+let fuzzIterations = Int(environment("TROUPE_FUZZ_ITERATIONS") ?? "") ?? 200_000
+let fuzzSeed = Int(environment("TROUPE_FUZZ_SEED") ?? "") ?? 1
+
+func environment(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    return String(cString: value)
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif
