@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "TroupeTracing", targets: ["TroupeTracing"]),
         .library(name: "TroupeTesting", targets: ["TroupeTesting"]),
         .library(name: "TroupeCluster", targets: ["TroupeCluster"]),
+        // One cluster node with an echo actor that prints membership events: for trying a
+        // cluster by hand, and for the multi-process tests and benchmarks.
+        .executable(name: "troupe-cluster-node", targets: ["troupe-cluster-node"]),
         // One shared copy of Troupe (libTroupeDynamic.so) for hosts and loadable plugins: a
         // plugin package depends on this product so that it links Troupe instead of carrying
         // its own copy. Use either this or `Troupe` in one program, never both.
@@ -97,10 +100,15 @@ let package = Package(
             ],
             path: "Sources/TroupeCluster"
         ),
+        .executableTarget(
+            name: "troupe-cluster-node",
+            dependencies: ["TroupeCluster", "Troupe", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/troupe-cluster-node"
+        ),
         .testTarget(
             name: "TroupeClusterTests",
             dependencies: [
-                "TroupeCluster", "TroupeClusterMembership", "Troupe", "TroupeTestSupport",
+                "TroupeCluster", "TroupeClusterMembership", "Troupe", "TroupeTestSupport", "troupe-cluster-node",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/TroupeClusterTests"

@@ -19,7 +19,7 @@ public enum SWIMMessage: Hashable, Sendable, Codable {
         }
     }
 
-    var gossip: [Gossip] {
+    public var gossip: [Gossip] {
         switch self {
         case .ping(_, let gossip), .pingRequest(_, _, let gossip), .ack(_, _, let gossip): gossip
         }

@@ -12,7 +12,7 @@ struct WireTests {
         .hello(.init(clusterName: "c", from: member, nonce: Array(repeating: 1, count: 32))),
         .challenge(.init(from: member, nonce: Array(repeating: 2, count: 32), proof: Array(repeating: 3, count: 32))),
         .proof(.init(proof: Array(repeating: 4, count: 32))),
-        .refused(reason: "no"),
+        .refused(reason: "no", youAreDown: false), .refused(reason: "down", youAreDown: true),
         .invocation(
             .init(
                 callID: 7, recipientUID: 42, recipientNumber: 3, target: "$s4Main7GreeterC5greetyS2SF",

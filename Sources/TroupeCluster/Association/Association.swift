@@ -112,7 +112,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
         }
         guard hello.from != system.node else { return refuse("a node cannot connect to itself") }
         if system.isDown(hello.from) {
-            return refuse("\(hello.from) was marked down; restart it to rejoin as a new node")
+            return refuse("\(hello.from) was marked down; restart it to rejoin as a new node", youAreDown: true)
         }
         let nonce = Handshake.nonce()
         let proof = system.handshake.responderProof(
@@ -122,7 +122,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     }
 
     private func receiveChallenge(_ envelope: WireEnvelope, initiatorNonce: [UInt8]) {
-        if case .refused(let reason) = envelope { return refusedByPeer(reason) }
+        if case .refused(let reason, let youAreDown) = envelope { return refusedByPeer(reason, youAreDown) }
         guard case .challenge(let challenge) = envelope else {
             return refuse("expected challenge, got \(envelope.kindName)")
         }
@@ -143,7 +143,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     private func receiveProof(
         _ envelope: WireEnvelope, peer: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
     ) {
-        if case .refused(let reason) = envelope { return refusedByPeer(reason) }
+        if case .refused(let reason, let youAreDown) = envelope { return refusedByPeer(reason, youAreDown) }
         guard case .proof(let proof) = envelope else { return refuse("expected proof, got \(envelope.kindName)") }
         let expected = system.handshake.initiatorProof(
             initiator: peer, responder: system.node, initiatorNonce: initiatorNonce, responderNonce: responderNonce)
@@ -162,14 +162,15 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     }
 
     /// Tells the peer why, closes, and counts the failure.
-    private func refuse(_ reason: String) {
+    private func refuse(_ reason: String, youAreDown: Bool = false) {
         state = .closed
-        send(.refused(reason: reason))
+        send(.refused(reason: reason, youAreDown: youAreDown))
         system.handshakeFailed(self, reason: reason)
     }
 
-    private func refusedByPeer(_ reason: String) {
+    private func refusedByPeer(_ reason: String, _ youAreDown: Bool) {
         state = .closed
+        if youAreDown { system.removedByCluster(reason: reason) }
         system.handshakeFailed(self, reason: "refused by the peer: \(reason)")
     }
 }

@@ -87,6 +87,18 @@ extension ClusterSystem {
         }
     }
 
+    /// The cluster marked this node down (it learnt so from a peer that refused it, or from
+    /// gossip): it cannot come back under this uid, so it reports itself down and shuts the
+    /// cluster system down. Restart the process (a new uid) to rejoin.
+    func removedByCluster(reason: String) {
+        guard !shutDown else { return }
+        logger.error(
+            "this node was removed from the cluster; shutting the cluster system down (restart to rejoin)",
+            metadata: ["reason": "\(reason)"])
+        publish(ClusterMembershipEvent(member: node, status: .down))
+        Task { await self.shutdown() }
+    }
+
     func finishMembershipStreams() {
         let subscribers = memberTable.withLock { table in
             table.finished = true

@@ -14,7 +14,8 @@ enum WireEnvelope: Sendable, Equatable {
     case hello(Hello)
     case challenge(Challenge)
     case proof(Proof)
-    case refused(reason: String)
+    /// The handshake failed; `youAreDown` tells a node that the cluster removed it.
+    case refused(reason: String, youAreDown: Bool)
     // Established associations.
     case invocation(Invocation)
     case reply(Reply)
@@ -134,8 +135,9 @@ extension WireEnvelope {
         case .proof(let proof):
             buffer.writeInteger(Kind.proof.rawValue)
             buffer.writeBytes(proof.proof)
-        case .refused(let reason):
+        case .refused(let reason, let youAreDown):
             buffer.writeInteger(Kind.refused.rawValue)
+            buffer.writeInteger(youAreDown ? UInt8(1) : 0)
             buffer.writeWireString(reason)
         case .invocation(let invocation):
             buffer.writeInteger(Kind.invocation.rawValue)
@@ -270,7 +272,9 @@ extension WireEnvelope {
         case .proof:
             return .proof(Proof(proof: try reader.fixed(proofLength, "proof")))
         case .refused:
-            return .refused(reason: try reader.string("reason"))
+            let flag = try reader.u8("refusal flag")
+            guard flag <= 1 else { throw WireError.malformed("refusal flag \(flag)") }
+            return .refused(reason: try reader.string("reason"), youAreDown: flag == 1)
         case .invocation:
             let callID = try reader.u64("call id")
             let uid = try reader.u64("recipient uid")
