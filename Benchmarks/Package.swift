@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.3.0"),
         // The tracing rows' ServiceContext.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
+        // The cluster rows' raw NIO baseline.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         // malloc counting for the allocation guard (C, interposes the malloc family).
@@ -24,6 +26,8 @@ let package = Package(
                 .product(name: "Troupe", package: "Troupe"), .product(name: "TroupePromises", package: "Troupe"),
                 .product(name: "TroupePubSub", package: "Troupe"), "CBenchSupport",
                 .product(name: "TroupeTracing", package: "Troupe"),
+                .product(name: "TroupeCluster", package: "Troupe"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -12,7 +12,9 @@ struct TroupeBench: ParsableCommand {
             never time) with a thresholds file.
 
             Workloads: \(Workload.allCases.map(\.rawValue).joined(separator: ", ")).
-            """)
+            TroupeCluster's rows: troupe-bench cluster --help.
+            """,
+        subcommands: [ClusterBench.self])
 
     @Flag(help: "Every workload at a small size: verifies every result, finishes in seconds.")
     var quick = false

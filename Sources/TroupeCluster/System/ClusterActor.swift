@@ -16,7 +16,7 @@ import Troupe
 public protocol ClusterActor: DistributedActor where ActorSystem == ClusterSystem {}
 
 extension ClusterActor {
-    /// The actor's own ``TroupeSerialExecutor``, made when its id was assigned.
+    /// The actor's own `TroupeSerialExecutor`, made when its id was assigned.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         // A remote reference never runs isolated code here; the shared fallback only keeps the
         // requirement total.

@@ -12,7 +12,9 @@ struct PendingCalls {
 struct PendingCall {
     let node: MemberID
     let continuation: CheckedContinuation<WireEnvelope.Reply.Outcome, any Error>
-    var deadline: ScheduledAction?
+    /// When the call times out, on the actor system's clock (``ActorSystem/uptime``).
+    let deadline: Duration
+    let target: String
 }
 
 extension ClusterSystem {
@@ -57,27 +59,13 @@ extension ClusterSystem {
                 callID: callID, recipientUID: recipient.node.uid, recipientNumber: recipient.number,
                 target: target.identifier, genericSubstitutions: invocation.genericSubstitutions,
                 arguments: invocation.arguments))
-        let timeout = settings.callTimeout
-        let identifier = target.identifier
+        let deadline = actorSystem.uptime + settings.callTimeout
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 pendingCalls.withLock {
-                    $0.byID[callID] = PendingCall(node: recipient.node, continuation: continuation)
+                    $0.byID[callID] = PendingCall(
+                        node: recipient.node, continuation: continuation, deadline: deadline, target: target.identifier)
                 }
-                let deadline = actorSystem.schedule(after: timeout) { [weak self] atShutdown in
-                    self?.completeCall(
-                        callID,
-                        with: .failure(
-                            atShutdown
-                                ? ClusterCallError.systemShutDown
-                                : ClusterCallError.timedOut(target: identifier, after: timeout)))
-                }
-                let stillPending = pendingCalls.withLock { calls -> Bool in
-                    guard calls.byID[callID] != nil else { return false }
-                    calls.byID[callID]!.deadline = deadline
-                    return true
-                }
-                if !stillPending { deadline.cancel() }
                 // A cancellation that came before the call was registered found nothing to fail.
                 if Task.isCancelled { return completeCall(callID, with: .failure(CancellationError())) }
                 association.send(envelope)
@@ -91,7 +79,6 @@ extension ClusterSystem {
     /// a lost connection comes first wins; the others find nothing. Any thread.
     func completeCall(_ callID: UInt64, with result: Result<WireEnvelope.Reply.Outcome, any Error>) {
         guard let call = pendingCalls.withLock({ $0.byID.removeValue(forKey: callID) }) else { return }
-        call.deadline?.cancel()
         switch result {
         case .success: metrics.callsSucceeded.increment()
         case .failure: metrics.callsFailed.increment()
@@ -108,9 +95,39 @@ extension ClusterSystem {
             return ids.compactMap { calls.byID.removeValue(forKey: $0) }
         }
         for call in failed {
-            call.deadline?.cancel()
             metrics.callsFailed.increment()
             call.continuation.resume(throwing: error(call.node))
+        }
+    }
+}
+
+extension ClusterSystem {
+    /// How often waiting calls are checked against their deadlines: a tenth of the call
+    /// timeout, between 1 ms and 100 ms. A call times out within one interval after its limit.
+    var deadlineSweepInterval: Duration {
+        min(max(settings.callTimeout / 10, .milliseconds(1)), .milliseconds(100))
+    }
+
+    /// Fails the calls past their deadline with ``ClusterCallError/timedOut(target:after:)``,
+    /// then schedules the next sweep on the actor system's timer (one timer entry for all
+    /// calls, instead of one per call: a call costs no timer allocation or heap operation).
+    /// When the actor system shuts down first, the waiting calls fail with
+    /// ``ClusterCallError/systemShutDown``: nothing would time them out any more.
+    func sweepDeadlines() {
+        actorSystem.schedule(after: deadlineSweepInterval) { [weak self] atShutdown in
+            guard let self, !self.shutDown else { return }
+            if atShutdown { return self.failCalls(where: { _ in true }, with: { _ in .systemShutDown }) }
+            let now = self.actorSystem.uptime
+            let expired = self.pendingCalls.withLock { calls -> [PendingCall] in
+                let ids = calls.byID.filter { $0.value.deadline <= now }.keys
+                return ids.compactMap { calls.byID.removeValue(forKey: $0) }
+            }
+            let timeout = self.settings.callTimeout
+            for call in expired {
+                self.metrics.callsFailed.increment()
+                call.continuation.resume(throwing: ClusterCallError.timedOut(target: call.target, after: timeout))
+            }
+            self.sweepDeadlines()
         }
     }
 }

@@ -30,7 +30,7 @@ public protocol ClusterConnection: AnyObject, Sendable {
     /// Starts delivering inbound frames (each an envelope without its length prefix) and the
     /// close to `handler`. Called once; frames that arrived before are delivered first.
     func start(_ handler: any ClusterConnectionHandler)
-    /// Queues one frame (length prefix included, as ``WireEnvelope`` writes it) and flushes.
+    /// Queues one frame (length prefix included, as the cluster's envelope encoder writes it) and flushes.
     /// Frames sent after the connection closed are dropped.
     func send(_ frame: ByteBuffer)
     /// Closes the connection; the handler's `closed` follows.

@@ -8,7 +8,7 @@ import Synchronization
 #endif
 
 /// TCP over SwiftNIO: one listening socket, `TCP_NODELAY` connections, frames split by
-/// ``FrameDecoder``. Owns its event loops (``threads``, default 1: on a small machine the
+/// its frame decoder. Owns its event loops (`threads`, default 1: on a small machine the
 /// cluster's I/O should not compete with Troupe's workers for cores).
 public final class NIOTransport: ClusterTransport {
     private let group: MultiThreadedEventLoopGroup
@@ -120,9 +120,34 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
         }
     }
 
+    /// Frames sent from other threads wait here; the sender that finds it empty schedules one
+    /// task that writes them all and flushes once (as a mailbox schedules its actor), so a
+    /// burst of calls costs one event-loop wake-up and one `writev`, not one of each per frame.
+    private let outbox = Locked<(frames: [ByteBuffer], scheduled: Bool)>(([], false))
+
     func send(_ frame: ByteBuffer) {
         guard !stopped.isSet else { return }
-        channel.writeAndFlush(frame, promise: nil)
+        if channel.eventLoop.inEventLoop { return channel.writeAndFlush(frame, promise: nil) }
+        let schedule = outbox.withLock { outbox -> Bool in
+            outbox.frames.append(frame)
+            if outbox.scheduled { return false }
+            outbox.scheduled = true
+            return true
+        }
+        if schedule { channel.eventLoop.execute { self.flushOutbox() } }
+    }
+
+    /// Event loop.
+    private func flushOutbox() {
+        let frames = outbox.withLock { outbox in
+            defer {
+                outbox.frames.removeAll(keepingCapacity: true)
+                outbox.scheduled = false
+            }
+            return outbox.frames
+        }
+        for frame in frames { channel.write(frame, promise: nil) }
+        channel.flush()
     }
 
     func close() {

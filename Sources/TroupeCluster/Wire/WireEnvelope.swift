@@ -4,7 +4,7 @@ import TroupeClusterMembership
 /// Everything nodes say to each other, one envelope per frame: `[UInt8 version][UInt8 kind]`
 /// then the kind's body, integers big-endian, strings and byte strings prefixed by a `UInt32`
 /// length, lists by a `UInt16` count. A frame is `[UInt32 length][envelope]`
-/// (see ``FrameDecoder``).
+/// (see `FrameDecoder`).
 ///
 /// Decoding is total: any byte string either decodes to exactly one envelope or throws a
 /// ``WireError``; it never traps, and never reads past the frame (the fuzz tests hold it to

@@ -1,0 +1,161 @@
+// Remote calls between two TroupeCluster nodes in this process (loopback TCP, each node with
+// its own one-worker actor system), beside the raw NIO round trip and a local Troupe ask.
+
+import CBenchSupport
+import Distributed
+import Histogram
+import Logging
+import Troupe
+import TroupeCluster
+
+distributed actor BenchEcho: ClusterActor {
+    distributed func echo(_ text: String) -> String { text }
+}
+
+private struct LocalEcho: ActorDefinition {
+    enum Message: Sendable { case echo(String, Reply<String>) }
+    func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .echo(let text, let reply): reply.succeed(text)
+        }
+    }
+}
+
+/// Two nodes joined to each other, and a remote reference to an echo actor on the second.
+struct TwoNodes {
+    let systems: [ActorSystem]
+    let clusters: [ClusterSystem]
+    let echo: BenchEcho
+    let remote: BenchEcho
+
+    init() async throws {
+        var logger = Logger(label: "troupe-bench.cluster")
+        logger.logLevel = .error
+        systems = (0..<2).map { index in
+            ActorSystem(configuration: .init(name: "node\(index)", workerCount: 1, pinWorkers: false, logger: logger))
+        }
+        let first = try await ClusterSystem(
+            settings: ClusterSettings(secret: benchSecret, callTimeout: .seconds(60), logger: logger),
+            actorSystem: systems[0])
+        let second = try await ClusterSystem(
+            settings: ClusterSettings(
+                seeds: [(first.node.host, first.node.port)], secret: benchSecret, callTimeout: .seconds(60),
+                logger: logger),
+            actorSystem: systems[1])
+        clusters = [first, second]
+        echo = BenchEcho(actorSystem: second)
+        remote = try BenchEcho.resolve(id: echo.id, using: first)
+        // The first call dials and handshakes; the rows measure established associations.
+        _ = try await remote.echo("warm-up")
+    }
+
+    func shutdown() async {
+        for cluster in clusters { await cluster.shutdown() }
+        for system in systems { await system.shutdown() }
+    }
+}
+
+let benchSecret = "troupe-bench cluster secret"
+
+/// The remote-call rows: latency at three sizes beside raw NIO and a local ask, allocations
+/// per call, and calls per second at three concurrency levels.
+func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow] {
+    var rows: [ClusterRow] = []
+    let rounds = options.quick ? 2_000 : 20_000
+
+    // Raw NIO, 64 B: the event-loop callback form, then awaited from a task.
+    clusterProgress("raw NIO round trips")
+    let raw = try await RawNIOEcho(size: 64)
+    for _ in 0..<200 { try await raw.awaitedRound() }
+    let rawLoop = try await raw.eventLoopRounds(rounds)
+    rows.append(
+        ClusterRow(
+            section: .latency, name: "Raw NIO round trip, 64 B (event-loop callbacks)",
+            note: "a handler echoes; the client's handler sends the next on its event loop", histogram: rawLoop))
+    var rawAwaited = makeLatencyHistogram()
+    for _ in 0..<rounds {
+        let start = CBenchSupport_now_ns()
+        try await raw.awaitedRound()
+        rawAwaited.record(CBenchSupport_now_ns() &- start)
+    }
+    await raw.close()
+    rows.append(
+        ClusterRow(
+            section: .latency, name: "Raw NIO round trip, 64 B (awaited from a task)",
+            note: "a task awaits a promise the client's handler completes", histogram: rawAwaited))
+
+    // A local ask, for scale.
+    clusterProgress("local asks")
+    let local = ActorSystem(configuration: .init(name: "local", workerCount: 1, pinWorkers: false))
+    let localEcho = local.spawn(LocalEcho())
+    var localHistogram = makeLatencyHistogram()
+    let text64 = String(repeating: "a", count: 64)
+    for _ in 0..<rounds {
+        let start = CBenchSupport_now_ns()
+        let answer = try await localEcho.ask { .echo(text64, $0) }
+        localHistogram.record(CBenchSupport_now_ns() &- start)
+        precondition(answer == text64)
+    }
+    await local.shutdown()
+    rows.append(
+        ClusterRow(
+            section: .latency, name: "Troupe local ask, 64 B (from a task)", note: "same process, no network",
+            histogram: localHistogram))
+
+    // Remote calls.
+    let nodes = try await TwoNodes()
+    for (size, label) in [(64, "64 B"), (1024, "1 KiB"), (65536, "64 KiB")] {
+        clusterProgress("remote calls, \(label)")
+        let text = String(repeating: "a", count: size)
+        let count = size >= 65536 ? rounds / 10 : rounds
+        for _ in 0..<100 { _ = try await nodes.remote.echo(text) }
+        var histogram = makeLatencyHistogram()
+        let allocationsBefore = CBenchSupport_allocation_count()
+        for _ in 0..<count {
+            let start = CBenchSupport_now_ns()
+            let answer = try await nodes.remote.echo(text)
+            histogram.record(CBenchSupport_now_ns() &- start)
+            guard answer.utf8.count == size else { fatalError("remote echo returned \(answer.utf8.count) bytes") }
+        }
+        let allocations = Double(CBenchSupport_allocation_count() - allocationsBefore) / Double(count)
+        var row = ClusterRow(
+            section: .latency, name: "TroupeCluster remote call, \(label)",
+            note: "a task awaits echo(String) on the other node; JSON coder", histogram: histogram)
+        row.allocationsPerOperation = allocations
+        if size == 64 {
+            row.target = .latencyWithin(1.5, of: "Raw NIO round trip, 64 B (awaited from a task)")
+        }
+        rows.append(row)
+    }
+
+    // Throughput: calls per second with 1, 64 and 1,024 calls in flight.
+    let total = options.quick ? 20_000 : 200_000
+    for inFlight in [1, 64, 1024] {
+        clusterProgress("remote calls, \(inFlight) in flight")
+        let calls = inFlight == 1 ? total / 4 : total
+        let remote = nodes.remote
+        let start = CBenchSupport_now_ns()
+        let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<inFlight {
+                group.addTask {
+                    var done = 0
+                    for _ in 0..<(calls / inFlight) {
+                        if try await remote.echo("x") == "x" { done += 1 }
+                    }
+                    return done
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let seconds = Double(CBenchSupport_now_ns() - start) / 1e9
+        guard answered == calls / inFlight * inFlight else { fatalError("\(answered) of \(calls) calls answered") }
+        var row = ClusterRow(
+            section: .throughput, name: "TroupeCluster remote calls, \(inFlight) in flight",
+            note: "\(inFlight) tasks, each awaiting its calls one after another")
+        row.rate = Double(answered) / seconds
+        if inFlight == 64 { row.target = .rateAtLeast(100_000) }
+        rows.append(row)
+    }
+    await nodes.shutdown()
+    return rows
+}

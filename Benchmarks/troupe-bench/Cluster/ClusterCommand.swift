@@ -1,0 +1,91 @@
+// `troupe-bench cluster`: TroupeCluster's rows (issue 17).
+
+import ArgumentParser
+import Dispatch
+import Foundation
+import Synchronization
+
+struct ClusterBenchOptions {
+    var quick: Bool
+    var trials: Int
+    var convergenceTrials: Int
+    var soakSeconds: Int
+}
+
+struct ClusterBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster",
+        abstract: "TroupeCluster: remote calls, failure detection, join and convergence, false downs.",
+        discussion: """
+            Remote-call rows run two nodes in this process over loopback. Process rows start \
+            troupe-cluster-node (build it first: swift build -c release --product troupe-cluster-node) \
+            and kill, freeze and saturate them. Prints measured figures with the targets beside them.
+            """)
+
+    /// `--quick` is the parent command's flag (ArgumentParser gives a flag both commands
+    /// declare to the parent): `troupe-bench cluster --quick` sets it there.
+    @ParentCommand var parent: TroupeBench
+    var quick: Bool { parent.quick }
+
+    @Option(help: "Detection trials per signal (default 20; 3 with --quick).")
+    var trials: Int?
+
+    @Option(name: .customLong("soak-seconds"), help: "Length of the false-down soak (default 600; 15 with --quick).")
+    var soakSeconds: Int?
+
+    @Option(
+        name: .customLong("node-binary"),
+        help: "Path of troupe-cluster-node (default: $TROUPE_CLUSTER_NODE, else .build/release/troupe-cluster-node).")
+    var nodeBinary: String?
+
+    @Flag(name: .customLong("calls-only"), help: "Only the in-process remote-call rows (no child processes).")
+    var callsOnly = false
+
+    var binary: String {
+        nodeBinary ?? ProcessInfo.processInfo.environment["TROUPE_CLUSTER_NODE"] ?? ".build/release/troupe-cluster-node"
+    }
+
+    func validate() throws {
+        if let trials, trials < 1 { throw ValidationError("--trials needs a positive integer, got \(trials)") }
+        if let soakSeconds, soakSeconds < 1 {
+            throw ValidationError("--soak-seconds needs a positive integer, got \(soakSeconds)")
+        }
+        if !callsOnly && !FileManager.default.isExecutableFile(atPath: binary) {
+            throw ValidationError(
+                "no troupe-cluster-node at \(binary): build it (swift build -c release --product troupe-cluster-node), "
+                    + "pass --node-binary, or use --calls-only")
+        }
+    }
+
+    func run() throws {
+        // Not `runBlocking`: its deadline is for one workload, and the process rows take minutes
+        // (each row fails the run on its own deadline instead).
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<[ClusterRow], any Error>?>(nil)
+        Task.detached {
+            let outcome: Result<[ClusterRow], any Error>
+            do { outcome = .success(try await self.measure()) } catch { outcome = .failure(error) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        let met = printClusterReport(try result.withLock { $0! }.get())
+        print("\nTargets: \(met ? "all met" : "NOT all met (see MISSED)").")
+    }
+
+    func measure() async throws -> [ClusterRow] {
+        let options = ClusterBenchOptions(
+            quick: quick, trials: trials ?? (quick ? 3 : 20), convergenceTrials: quick ? 2 : 5,
+            soakSeconds: soakSeconds ?? (quick ? 15 : 600))
+        print("# troupe-bench cluster\(quick ? " --quick" : "")")
+        print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. Process rows: troupe-cluster-node with")
+        print("SWIM probe 500 ms (ping timeout 200 ms), suspicion 1.5 s, downing 2 s after unreachable.")
+        var rows = try await clusterCallRows(options)
+        if !callsOnly {
+            rows += try await detectionRows(options, binary: binary)
+            rows += try await convergenceRows(options, binary: binary)
+            rows.append(try await soakRow(options, binary: binary))
+        }
+        return rows
+    }
+}
