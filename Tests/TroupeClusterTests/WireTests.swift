@@ -73,7 +73,9 @@ struct WireTests {
     /// The decoder is total: on random bytes, on valid envelopes with bytes flipped, cut or
     /// inserted, it decodes or throws `WireError`, never traps; and whatever it decodes
     /// re-encodes to exactly the bytes it came from (the format has one encoding per value).
-    @Test func fuzzedInputsDecodeOrThrowAndNeverTrap() throws {
+    /// Async and yielding: a CPU-bound test that held one of Swift's two cooperative threads
+    /// for its whole run starved other suites' tasks under the full suite's load.
+    @Test func fuzzedInputsDecodeOrThrowAndNeverTrap() async throws {
         var generator = SplitMix(seed: UInt64(fuzzSeed))
         var decoded = 0
         var refused = 0
@@ -84,6 +86,7 @@ struct WireTests {
             return Array(payload.readableBytesView)
         }
         for iteration in 0..<iterations {
+            if iteration % 256 == 0 { await Task.yield() }
             var bytes: [UInt8]
             if iteration % 4 == 0 {
                 let length = Int(generator.next() % 96)
@@ -120,8 +123,8 @@ struct WireTests {
     }
 }
 
-/// `TROUPE_FUZZ_ITERATIONS` and `TROUPE_FUZZ_SEED` tune the fuzz test (defaults: 200,000 and 1).
-let fuzzIterations = Int(environment("TROUPE_FUZZ_ITERATIONS") ?? "") ?? 200_000
+/// `TROUPE_FUZZ_ITERATIONS` and `TROUPE_FUZZ_SEED` tune the fuzz test (defaults: 100,000 and 1).
+let fuzzIterations = Int(environment("TROUPE_FUZZ_ITERATIONS") ?? "") ?? 100_000
 let fuzzSeed = Int(environment("TROUPE_FUZZ_SEED") ?? "") ?? 1
 
 func environment(_ name: String) -> String? {

@@ -49,6 +49,12 @@ public final class NIOTransport: ClusterTransport {
     }
 
     public func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection {
+        guard !stopped.isSet else {
+            throw ClusterTransportError.unreachable(host: host, port: port, reason: "the transport has shut down")
+        }
+        // The initializer hands the connection over here, so that nothing is asked of the
+        // channel's event loop after the connect (it may be shutting down by then).
+        let made = Locked<NIOClusterConnection?>(nil)
         let bootstrap = ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(connectTimeout)
@@ -58,11 +64,11 @@ public final class NIOTransport: ClusterTransport {
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(FrameDecoder(maximumFrameSize: maximumFrameSize)))
                     try channel.pipeline.syncOperations.addHandler(NIOConnectionHandler(connection: connection))
+                    made.withLock { $0 = connection }
                 }
             }
-        let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: host, port: port).get()
+            _ = try await bootstrap.connect(host: host, port: port).get()
         } catch let error as NIOConnectionError {
             let refused = error.connectionErrors.contains { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }
             if refused { throw ClusterTransportError.connectionRefused(host: host, port: port) }
@@ -72,7 +78,9 @@ public final class NIOTransport: ClusterTransport {
         } catch {
             throw ClusterTransportError.unreachable(host: host, port: port, reason: "\(error)")
         }
-        let connection = try await channel.pipeline.handler(type: NIOConnectionHandler.self).get().connection
+        guard let connection = made.withLock({ $0 }) else {
+            throw ClusterTransportError.unreachable(host: host, port: port, reason: "the channel was not initialised")
+        }
         return connection
     }
 
