@@ -110,6 +110,8 @@ let package = Package(
             dependencies: [
                 "TroupeCluster", "TroupeClusterMembership", "Troupe", "TroupeTestSupport", "troupe-cluster-node",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             path: "Tests/TroupeClusterTests"
         ),

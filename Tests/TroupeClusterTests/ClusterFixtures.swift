@@ -33,12 +33,13 @@ struct TestNode {
 func startNode(
     seeds: [ClusterNode] = [], secret: String = testSecret, clusterName: String = "test",
     callTimeout: Duration = .seconds(10), port: Int = 0, transport: (any ClusterTransport)? = nil,
-    maximumFrameSize: Int = 1 << 20
+    maximumFrameSize: Int = 1 << 20, membership: ClusterMembershipSettings = fastMembership(),
+    coder: any ClusterCoder = JSONClusterCoder()
 ) async throws -> TestNode {
     let actors = makeTestSystem(name: "node", workers: 1)
     let settings = ClusterSettings(
         clusterName: clusterName, port: port, seeds: seeds.map { ($0.host, $0.port) }, secret: secret,
-        callTimeout: callTimeout, maximumFrameSize: maximumFrameSize, membership: fastMembership(),
+        callTimeout: callTimeout, maximumFrameSize: maximumFrameSize, membership: membership, coder: coder,
         transport: transport, logger: quietLogger)
     do {
         return TestNode(cluster: try await ClusterSystem(settings: settings, actorSystem: actors), actors: actors)
@@ -130,4 +131,9 @@ distributed actor PlainCounter {
 
 extension ReceptionKey where Act == Greeter {
     static var greeters: ReceptionKey<Greeter> { ReceptionKey(id: "greeters") }
+}
+
+extension ClusterSystem {
+    /// This node's address, as a seed for others.
+    var address: (host: String, port: Int) { (node.host, node.port) }
 }

@@ -17,13 +17,22 @@ final class NodeProcess: Sendable {
         return exe.deletingLastPathComponent().appendingPathComponent("troupe-cluster-node")
     }
 
-    init(port: Int = 0, seed: ClusterNode) throws {
+    /// A node on `host`:`port` joining through `seed`, in network namespace `namespace` if
+    /// given (through `ip netns exec`, which runs the node in its own process).
+    init(host: String = "127.0.0.1", port: Int = 0, seed: (host: String, port: Int)?, namespace: String? = nil) throws {
         process = Process()
-        process.executableURL = Self.binary
-        process.arguments = [
-            "--port", "\(port)", "--seed", "\(seed.host):\(seed.port)", "--secret", testSecret,
+        var arguments = [
+            "--host", host, "--port", "\(port)", "--secret", testSecret,
             "--probe-ms", "200", "--suspicion-ms", "600", "--down-ms", "1000",
         ]
+        if let seed { arguments += ["--seed", "\(seed.host):\(seed.port)"] }
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, Self.binary.path] + arguments
+        } else {
+            process.executableURL = Self.binary
+            process.arguments = arguments
+        }
         // Under the sanitizers, the child's exit status is what the tests read: its own leak
         // check at exit (of globals alive until exit) would replace it. In-process tests cover
         // the same code for leaks.
@@ -86,8 +95,8 @@ func parseNode(_ text: String) -> ClusterNode? {
 struct MultiProcessTests {
     @Test func aKilledNodeIsDownEverywhereAndARestartOnItsPortJoinsAsANewNode() async throws {
         let observer = try await startNode(clusterName: "troupe")
-        let first = try NodeProcess(seed: observer.cluster.node)
-        let second = try NodeProcess(seed: observer.cluster.node)
+        let first = try NodeProcess(seed: observer.cluster.address)
+        let second = try NodeProcess(seed: observer.cluster.address)
         defer {
             first.stop()
             second.stop()
@@ -117,7 +126,7 @@ struct MultiProcessTests {
             observer.cluster.receptionist.lookup(echoKey).count == 1
         }
 
-        let restarted = try NodeProcess(port: secondNode.port, seed: observer.cluster.node)
+        let restarted = try NodeProcess(port: secondNode.port, seed: observer.cluster.address)
         defer { restarted.stop() }
         let restartedNode = try #require(await restarted.node())
         #expect(restartedNode.port == secondNode.port && restartedNode.uid != secondNode.uid)
@@ -134,7 +143,7 @@ struct MultiProcessTests {
 
     @Test func aStoppedNodeIsDownAndOnResumeLearnsItWasRemoved() async throws {
         let observer = try await startNode(clusterName: "troupe")
-        let paused = try NodeProcess(seed: observer.cluster.node)
+        let paused = try NodeProcess(seed: observer.cluster.address)
         defer { paused.stop() }
         let pausedNode = try #require(await paused.node())
         await waitUntil(timeout: .seconds(60), "joined") { observer.cluster.aliveMembers.contains(pausedNode) }
