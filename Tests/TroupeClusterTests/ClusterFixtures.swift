@@ -8,8 +8,10 @@ import TroupeTestSupport
 
 let testSecret = "correct horse battery staple"
 
-/// SWIM fast enough for tests: a node that stops answering is suspect after ~200 ms,
-/// unreachable ~600 ms later and down ~1 s after that.
+/// SWIM fast enough for the tests about failure detection: a node that stops answering is
+/// suspect after ~200 ms, unreachable ~600 ms later and down ~1 s after that. Other tests use
+/// ``patientMembership()``: under ThreadSanitizer beside the stress suites, a node answering
+/// 500 concurrent calls was downed falsely with these settings (CI).
 func fastMembership() -> ClusterMembershipSettings {
     var settings = ClusterMembershipSettings()
     settings.probeInterval = .milliseconds(200)
@@ -33,7 +35,7 @@ struct TestNode {
 func startNode(
     seeds: [ClusterNode] = [], secret: String = testSecret, clusterName: String = "test",
     callTimeout: Duration = .seconds(10), port: Int = 0, transport: (any ClusterTransport)? = nil,
-    maximumFrameSize: Int = 1 << 20, membership: ClusterMembershipSettings = fastMembership(),
+    maximumFrameSize: Int = 1 << 20, membership: ClusterMembershipSettings = patientMembership(),
     coder: any ClusterCoder = JSONClusterCoder()
 ) async throws -> TestNode {
     let actors = makeTestSystem(name: "node", workers: 1)

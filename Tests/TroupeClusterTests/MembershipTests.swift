@@ -44,8 +44,11 @@ struct MembershipTests {
 
     @Test func aNodeThatStopsAnsweringBecomesUnreachableThenDown() async throws {
         let faults = FaultInjectingTransport(NIOTransport())
-        let nodes = try await startCluster(2)
-        let silent = try await startNode(seeds: [nodes[0].cluster.node], transport: faults)
+        let first = try await startNode(membership: fastMembership())
+        let second = try await startNode(seeds: [first.cluster.node], membership: fastMembership())
+        let nodes = [first, second]
+        let silent = try await startNode(
+            seeds: [nodes[0].cluster.node], transport: faults, membership: fastMembership())
         await waitUntil(timeout: .seconds(60), "the third node joined") {
             nodes.allSatisfy { $0.cluster.aliveMembers.count == 3 }
         }
