@@ -253,6 +253,11 @@ void CTroupe_set_current_job_lane(void *lane);
 void *CTroupe_current_task_executor(void);
 void CTroupe_set_current_task_executor(void *executor);
 
+/// The inline-turns scope (`InlineTurns`) open on the calling thread, or NULL: while one is
+/// open, a cell that this thread makes runnable runs here instead of on a worker.
+void *CTroupe_current_inline_turns(void);
+void CTroupe_set_current_inline_turns(void *scope);
+
 /// Whether the calling thread is releasing the instance of an actor that just stopped (set
 /// around that release), so that a `Reply` dropped with it fails its ask as "recipient
 /// stopped" rather than "no reply". Thread-local.

@@ -11,6 +11,7 @@
 static _Thread_local void *current_worker;
 static _Thread_local void *current_job_lane;
 static _Thread_local void *current_task_executor;
+static _Thread_local void *current_inline_turns;
 static _Thread_local bool releasing_stopped_actor;
 
 int CTroupe_pin_current_thread(int cpu) {
@@ -44,6 +45,9 @@ void CTroupe_set_current_job_lane(void *lane) { current_job_lane = lane; }
 
 void *CTroupe_current_task_executor(void) { return current_task_executor; }
 void CTroupe_set_current_task_executor(void *executor) { current_task_executor = executor; }
+
+void *CTroupe_current_inline_turns(void) { return current_inline_turns; }
+void CTroupe_set_current_inline_turns(void *scope) { current_inline_turns = scope; }
 
 bool CTroupe_is_releasing_stopped_actor(void) { return releasing_stopped_actor; }
 void CTroupe_set_releasing_stopped_actor(bool releasing) { releasing_stopped_actor = releasing; }

@@ -1,4 +1,5 @@
 import Distributed
+import Foundation
 import Logging
 import Testing
 import Troupe
@@ -7,6 +8,13 @@ import TroupeTestSupport
 @testable import TroupeCluster
 
 let testSecret = "correct horse battery staple"
+
+/// The calling thread's name (NIO names its event loops `NIO-ELT-…`, Troupe its workers
+/// `<system>-w<n>`).
+func currentThreadName() -> String {
+    let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "unknown"
+    return comm.trimmingCharacters(in: .whitespacesAndNewlines)
+}
 
 /// SWIM fast enough for the tests about failure detection: a node that stops answering is
 /// suspect after ~200 ms, unreachable ~600 ms later and down ~1 s after that. Other tests use
@@ -36,13 +44,13 @@ func startNode(
     seeds: [ClusterNode] = [], secret: String = testSecret, clusterName: String = "test",
     callTimeout: Duration = .seconds(10), port: Int = 0, transport: (any ClusterTransport)? = nil,
     maximumFrameSize: Int = 1 << 20, membership: ClusterMembershipSettings = patientMembership(),
-    coder: any ClusterCoder = JSONClusterCoder()
+    coder: any ClusterCoder = BinaryClusterCoder(), logger: Logger = quietLogger
 ) async throws -> TestNode {
     let actors = makeTestSystem(name: "node", workers: 1)
     let settings = ClusterSettings(
         clusterName: clusterName, port: port, seeds: seeds.map { ($0.host, $0.port) }, secret: secret,
         callTimeout: callTimeout, maximumFrameSize: maximumFrameSize, membership: membership, coder: coder,
-        transport: transport, logger: quietLogger)
+        transport: transport, logger: logger)
     do {
         return TestNode(cluster: try await ClusterSystem(settings: settings, actorSystem: actors), actors: actors)
     } catch {
@@ -113,6 +121,9 @@ distributed actor Greeter: ClusterActor {
     distributed func relay(to other: Greeter, name: String) async throws -> String {
         try await other.greet(name)
     }
+
+    /// The name of the thread this call runs on.
+    distributed func threadName() -> String { currentThreadName() }
 
     /// Whether this call runs on the actor's Troupe executor.
     distributed func runsOnTroupe() -> Bool {

@@ -42,6 +42,19 @@ struct MembershipTests {
         await shutdownAll(nodes)
     }
 
+    @Test func aGracefulLeaveIsLoggedAsADepartureNotAFailure() async throws {
+        let logs = Recorder<LogRecord>()
+        let observer = try await startNode(logger: recordingLogger(into: logs, level: .info))
+        let leaver = try await startNode(seeds: [observer.cluster.node])
+        await waitUntil(timeout: .seconds(60), "joined") { observer.cluster.aliveMembers.count == 2 }
+        await leaver.shutdown()
+        await waitUntil(timeout: .seconds(60), "down") { observer.cluster.membership[leaver.cluster.node] == .down }
+        let about = logs.values.filter { $0.metadata["member"].map { "\($0)" } == "\(leaver.cluster.node)" }
+        #expect(about.contains { $0.message == "member left" && $0.level == .info })
+        #expect(!about.contains { $0.level >= .warning }, "a departure is not a failure: \(about.map(\.message))")
+        await observer.shutdown()
+    }
+
     @Test func aNodeThatStopsAnsweringBecomesUnreachableThenDown() async throws {
         let faults = FaultInjectingTransport(NIOTransport())
         let first = try await startNode(membership: fastMembership())

@@ -43,6 +43,23 @@ struct RemoteCallTests {
         await shutdownAll(nodes)
     }
 
+    @Test func anInvocationForAnIdleActorRunsOnTheEventLoopThatReadIt() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        _ = try await remote.greet("warm-up")
+        // Idle executors: the event loop runs the call (runningTurnsHere), no worker hop.
+        let thread = try await remote.threadName()
+        #expect(thread.hasPrefix("NIO-ELT-"), "ran on \(thread)")
+        // A busy actor's calls still complete, on whichever thread runs its turns.
+        let answers = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<50 { group.addTask { try await remote.greet("\(index)") } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(answers) == Set((0..<50).map { "Hello, \($0)!" }))
+        await shutdownAll(nodes)
+    }
+
     @Test func actorReferencesTravelAsArguments() async throws {
         let nodes = try await startCluster(3)
         let middle = Greeter(actorSystem: nodes[1].cluster)

@@ -120,7 +120,7 @@ func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
         let allocations = Double(CBenchSupport_allocation_count() - allocationsBefore) / Double(count)
         var row = ClusterRow(
             section: .latency, name: "TroupeCluster remote call, \(label)",
-            note: "a task awaits echo(String) on the other node; JSON coder", histogram: histogram)
+            note: "a task awaits echo(String) on the other node; binary coder (the default)", histogram: histogram)
         row.allocationsPerOperation = allocations
         if size == 64 {
             row.target = .latencyWithin(1.5, of: "Raw NIO round trip, 64 B (awaited from a task)")
@@ -128,34 +128,51 @@ func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
         rows.append(row)
     }
 
-    // Throughput: calls per second with 1, 64 and 1,024 calls in flight.
+    // Throughput: calls per second with 1, 64 and 1,024 calls in flight, from tasks on Swift's
+    // global executor, then from tasks on the calling node's Troupe task executor (as a
+    // ClusterActor's calls are): a reply then resumes its caller on the event loop that read
+    // it, when the executor is idle, instead of waking a thread.
     let total = options.quick ? 20_000 : 200_000
-    for inFlight in [1, 64, 1024] {
-        clusterProgress("remote calls, \(inFlight) in flight")
-        let calls = inFlight == 1 ? total / 4 : total
-        let remote = nodes.remote
-        let start = CBenchSupport_now_ns()
-        let answered = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<inFlight {
-                group.addTask {
-                    var done = 0
-                    for _ in 0..<(calls / inFlight) {
-                        if try await remote.echo("x") == "x" { done += 1 }
-                    }
-                    return done
-                }
-            }
-            return try await group.reduce(0, +)
+    let callers: [(label: String, executor: (any TaskExecutor)?)] = [
+        ("", nil), (", tasks on Troupe's executor", nodes.systems[0].taskExecutor),
+    ]
+    for caller in callers {
+        for inFlight in [1, 64, 1024] {
+            rows.append(
+                try await throughputRow(
+                    nodes.remote, inFlight: inFlight, calls: inFlight == 1 ? total / 4 : total, caller: caller))
         }
-        let seconds = Double(CBenchSupport_now_ns() - start) / 1e9
-        guard answered == calls / inFlight * inFlight else { fatalError("\(answered) of \(calls) calls answered") }
-        var row = ClusterRow(
-            section: .throughput, name: "TroupeCluster remote calls, \(inFlight) in flight",
-            note: "\(inFlight) tasks, each awaiting its calls one after another")
-        row.rate = Double(answered) / seconds
-        if inFlight == 64 { row.target = .rateAtLeast(100_000) }
-        rows.append(row)
     }
     await nodes.shutdown()
     return rows
+}
+
+/// Calls per second with `inFlight` tasks (on `caller.executor`, or Swift's global executor),
+/// each awaiting its calls one after another.
+private func throughputRow(
+    _ remote: BenchEcho, inFlight: Int, calls: Int, caller: (label: String, executor: (any TaskExecutor)?)
+) async throws -> ClusterRow {
+    clusterProgress("remote calls, \(inFlight) in flight\(caller.label)")
+    let start = CBenchSupport_now_ns()
+    let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+        for _ in 0..<inFlight {
+            group.addTask(executorPreference: caller.executor) {
+                var done = 0
+                for _ in 0..<(calls / inFlight) {
+                    if try await remote.echo("x") == "x" { done += 1 }
+                }
+                return done
+            }
+        }
+        return try await group.reduce(0, +)
+    }
+    let seconds = Double(CBenchSupport_now_ns() - start) / 1e9
+    guard answered == calls / inFlight * inFlight else { fatalError("\(answered) of \(calls) calls answered") }
+    let executor = caller.executor == nil ? "Swift's global executor" : "Troupe's task executor"
+    var row = ClusterRow(
+        section: .throughput, name: "TroupeCluster remote calls, \(inFlight) in flight\(caller.label)",
+        note: "\(inFlight) tasks on \(executor), each awaiting its calls one after another")
+    row.rate = Double(answered) / seconds
+    if inFlight == 64 { row.target = .rateAtLeast(100_000) }
+    return row
 }

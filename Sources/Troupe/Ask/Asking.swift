@@ -60,6 +60,11 @@ enum Asking {
                 return targets(served)
             }
             if refused { throw .blockingOnWorkerThread }
+        } else if let inline = InlineTurns.open {
+            // A handler running in an inline-turns scope is a turn like a worker's; outside
+            // one, the scope's captured cells go to the workers before this thread waits.
+            if inline.runningTurn { throw .blockingOnWorkerThread }
+            inline.handOffCaptured()
         }
         let parker = ThreadParker.current
         parker.reset()

@@ -144,6 +144,13 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             case 2: notifyIdle(); return
             default: break
             }
+        } else if let raw = CTroupe_current_inline_turns(), !terminated.load(ordering: .relaxed) {
+            // A thread outside the workers with an inline-turns scope open: the cell runs its
+            // turn there when the scope's body returns (see `InlineTurns`).
+            let captured = Unmanaged<InlineTurns>.fromOpaque(raw)._withUnsafeGuaranteedRef {
+                $0.capture(entry, for: self)
+            }
+            if captured { return }
         }
         let queue = runQueues[
             Int(

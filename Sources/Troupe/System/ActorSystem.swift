@@ -431,6 +431,15 @@ public final class ActorSystem: Sendable {
                 "shutdownBlocking() called on a Troupe worker thread; call it from outside the actors (or use `await system.shutdown()` from a task)"
             )
         }
+        if let inline = InlineTurns.open {
+            // It waits for every actor, the ones this thread's scope holds too.
+            if inline.runningTurn {
+                fatalError(
+                    "shutdownBlocking() called by a handler running in runningTurnsHere; call it from outside the actors"
+                )
+            }
+            inline.handOffCaptured()
+        }
         guard
             shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
         else {

@@ -8,6 +8,9 @@ struct MemberTable {
     var subscribers: [UInt64: AsyncStream<ClusterMembershipEvent>.Continuation] = [:]
     var nextSubscriber: UInt64 = 0
     var finished = false
+    /// Members that announced they leave: their going down is logged as a departure, not a
+    /// failure.
+    var leaving: Set<MemberID> = []
 }
 
 extension ClusterSystem {
@@ -57,9 +60,10 @@ extension ClusterSystem {
     /// Records and publishes one change; a member going down fails its calls, fires its
     /// watches, drops its receptionist entries and closes its association.
     func publish(_ event: ClusterMembershipEvent) {
-        memberTable.withLock { table in
+        let left = memberTable.withLock { table in
             table.statuses[event.member] = event.status
             for continuation in table.subscribers.values { continuation.yield(event) }
+            return table.leaving.contains(event.member)
         }
         metrics.membershipChanged(to: event.status)
         switch event.status {
@@ -69,6 +73,9 @@ extension ClusterSystem {
             logger.info("member suspect", metadata: ["member": "\(event.member)", "status": "\(event.status)"])
         case .unreachable:
             logger.warning("member unreachable", metadata: ["member": "\(event.member)"])
+        case .down where left:
+            logger.info("member left", metadata: ["member": "\(event.member)"])
+            memberDown(event.member)
         case .down:
             logger.warning("member down", metadata: ["member": "\(event.member)"])
             memberDown(event.member)

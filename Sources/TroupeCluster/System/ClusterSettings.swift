@@ -33,7 +33,8 @@ public struct ClusterSettings: Sendable {
     public var handshakeTimeout: Duration
     /// SWIM's timing (probe interval, ping timeout, suspicion, downing).
     public var membership: ClusterMembershipSettings
-    /// How arguments and results are encoded (default ``JSONClusterCoder``).
+    /// How arguments and results are encoded (default ``BinaryClusterCoder``; ``JSONClusterCoder``
+    /// is readable). Every node of a cluster must use the same.
     public var coder: any ClusterCoder
     /// How frames travel (default ``NIOTransport`` over TCP).
     public var transport: (any ClusterTransport)?
@@ -49,7 +50,7 @@ public struct ClusterSettings: Sendable {
         maximumFrameSize: Int = 8 << 20,
         handshakeTimeout: Duration = .seconds(5),
         membership: ClusterMembershipSettings = ClusterMembershipSettings(),
-        coder: any ClusterCoder = JSONClusterCoder(),
+        coder: any ClusterCoder = BinaryClusterCoder(),
         transport: (any ClusterTransport)? = nil,
         logger: Logger = Logger(label: "troupe.cluster")
     ) {

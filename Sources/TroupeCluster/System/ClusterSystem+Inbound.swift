@@ -5,14 +5,17 @@ import TroupeClusterMembership
 
 extension ClusterSystem {
     /// An envelope on an established association. Called in the connection's delivery order,
-    /// on the transport's thread: nothing here blocks; distributed methods run in tasks on
-    /// Troupe's workers.
+    /// on the transport's thread: nothing here blocks. Distributed methods run in tasks on
+    /// Troupe's executors; an invocation's task, and the caller a reply resumes when it waits on
+    /// a Troupe executor, run their turns right here when those executors are idle
+    /// (``ActorSystem/runningTurnsHere(maximumTurns:_:)``): a call then costs no hand-off to a
+    /// worker, and the reply is written from the transport's own thread.
     func handle(_ envelope: WireEnvelope, from association: Association, peer: MemberID) {
         switch envelope {
         case .invocation(let invocation):
-            execute(invocation, from: association)
+            actorSystem.runningTurnsHere { execute(invocation, from: association) }
         case .reply(let reply):
-            completeCall(reply.callID, with: .success(reply.outcome))
+            actorSystem.runningTurnsHere { completeCall(reply.callID, with: .success(reply.outcome)) }
         case .membership(let message):
             tellMembership(.swim(message, from: peer))
         case .receptionist(let update):
@@ -25,6 +28,7 @@ extension ClusterSystem {
             remoteActorTerminated(ClusterActorID(node: peer, number: number), reason: .stopped)
         case .leaving:
             logger.info("\(peer) is leaving")
+            memberTable.withLock { _ = $0.leaving.insert(peer) }
             tellMembership(.leaving(peer))
         case .hello, .challenge, .proof, .refused:
             protocolViolation(association, reason: "\(envelope.kindName) after the handshake")

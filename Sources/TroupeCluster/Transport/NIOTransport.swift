@@ -133,9 +133,21 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
     /// burst of calls costs one event-loop wake-up and one `writev`, not one of each per frame.
     private let outbox = Locked<(frames: [ByteBuffer], scheduled: Bool)>(([], false))
 
+    /// Whether the event loop is delivering this connection's frames right now (between a read
+    /// and its read-complete). Frames it sends meanwhile (replies of invocations run right
+    /// there) are flushed once, at the read-complete. Event loop only.
+    private var readingBurst = false
+    private var flushPending = false
+
     func send(_ frame: ByteBuffer) {
         guard !stopped.isSet else { return }
-        if channel.eventLoop.inEventLoop { return channel.writeAndFlush(frame, promise: nil) }
+        if channel.eventLoop.inEventLoop {
+            if readingBurst {
+                flushPending = true
+                return channel.write(frame, promise: nil)
+            }
+            return channel.writeAndFlush(frame, promise: nil)
+        }
         let schedule = outbox.withLock { outbox -> Bool in
             outbox.frames.append(frame)
             if outbox.scheduled { return false }
@@ -160,12 +172,27 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     func close() {
         guard !stopped.isSet else { return }
+        if channel.eventLoop.inEventLoop && flushPending {
+            // Frames written in this read burst (a refusal, say) go out before the close.
+            flushPending = false
+            channel.flush()
+        }
         channel.close(promise: nil)
     }
 
     /// Event loop.
     func deliver(_ frame: ByteBuffer) {
+        readingBurst = true
         if let handler { handler.received(frame, on: self) } else { early.append(frame) }
+    }
+
+    /// The end of a burst of reads. Event loop.
+    func deliveredBurst() {
+        readingBurst = false
+        if flushPending {
+            flushPending = false
+            channel.flush()
+        }
     }
 
     /// Event loop.
@@ -190,6 +217,11 @@ final class NIOConnectionHandler: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         connection.deliver(unwrapInboundIn(data))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        connection.deliveredBurst()
+        context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {

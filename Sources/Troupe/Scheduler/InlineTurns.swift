@@ -1,0 +1,147 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+internal import CTroupe
+
+/// Caller-runs turns for a thread that is not a worker (an I/O event loop, say): while a scope
+/// is open (``ActorSystem/runningTurnsHere(maximumTurns:_:)``), a cell that this thread makes
+/// runnable (its mailbox went from empty to non-empty, so this thread won its scheduling right)
+/// is kept here instead of being queued for a worker, and runs one turn on this thread when the
+/// scope's body has returned. Handing a message to an idle worker costs a futex wake-up and a
+/// context switch, tens of microseconds on a small VM; running the turn here costs neither.
+///
+/// Contract (one object per thread, reused by every scope on it; only that thread touches it):
+/// - The scope owns the scheduling right of every captured cell until the cell has run its
+///   turn here or been handed to the workers; the scope ends only after one of the two, so no
+///   captured cell is stranded. At most `maximumTurns` cells are captured per scope.
+/// - A turn that leaves messages pending hands its cell to the workers (never a second turn
+///   here), so one busy actor cannot keep the thread.
+/// - Before this thread blocks (a blocking ask) the scope hands everything it holds to the
+///   workers and stops capturing: the thread would otherwise wait for a turn that only it can
+///   run. A blocking ask from inside a turn run here is refused, as on a shared worker.
+/// - Cells of another system, dedicated-thread actors, and everything after the workers have
+///   ended are never captured (see `Scheduler.schedule`).
+final class InlineTurns {
+    private var scheduler: Unmanaged<Scheduler>?
+    private var captured: [Unmanaged<AnyCell>] = []
+    /// Captures still allowed in the current scope.
+    private var room = 0
+    /// Whether this thread runs a captured cell's turn right now.
+    private(set) var runningTurn = false
+    private var buffer: EnvelopeBuffer
+    private var bufferCapacity: Int
+    private let progress = TurnProgress.makeProgressCounter()
+
+    private init() {
+        bufferCapacity = 64
+        buffer = .allocate(capacity: bufferCapacity)
+        captured.reserveCapacity(16)
+    }
+
+    deinit {
+        buffer.deallocate()
+        progress.releaseProgressCounter()
+    }
+
+    /// The calling thread's object (made on its first scope, released when the thread exits).
+    static var current: InlineTurns {
+        if let raw = pthread_getspecific(inlineTurnsKey) {
+            return Unmanaged<InlineTurns>.fromOpaque(raw).takeUnretainedValue()
+        }
+        let turns = InlineTurns()
+        let status = pthread_setspecific(inlineTurnsKey, Unmanaged.passRetained(turns).toOpaque())
+        precondition(status == 0, "pthread_setspecific failed with error \(status)")
+        return turns
+    }
+
+    /// The scope open on the calling thread, if any.
+    static var open: InlineTurns? {
+        guard let raw = CTroupe_current_inline_turns() else { return nil }
+        return Unmanaged<InlineTurns>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Runs `body` in a scope of `scheduler`, then the turns it captured. Owning thread, no
+    /// scope open on it.
+    func run<Result>(
+        scheduler: Scheduler, maximumTurns: Int, _ body: () throws -> Result
+    ) rethrows -> Result {
+        if bufferCapacity < scheduler.batchSize {
+            buffer.deallocate()
+            bufferCapacity = scheduler.batchSize
+            buffer = .allocate(capacity: bufferCapacity)
+        }
+        self.scheduler = Unmanaged.passUnretained(scheduler)
+        room = maximumTurns
+        CTroupe_set_current_inline_turns(Unmanaged.passUnretained(self).toOpaque())
+        defer {
+            // A body that threw: nothing runs here, the workers take what was captured.
+            handOffCaptured()
+            CTroupe_set_current_inline_turns(nil)
+            self.scheduler = nil
+        }
+        let result = try body()
+        var next = 0
+        while next < captured.count {
+            let entry = captured[next]
+            next += 1
+            runTurn(entry, scheduler: scheduler)
+        }
+        captured.removeAll(keepingCapacity: true)
+        return result
+    }
+
+    /// Keeps a cell whose scheduling right this thread just won, if the scope has room.
+    /// Called by `Scheduler.schedule` on the owning thread.
+    @inline(__always)
+    func capture(_ entry: Unmanaged<AnyCell>, for scheduler: Scheduler) -> Bool {
+        guard room > 0, let mine = self.scheduler, mine.toOpaque() == Unmanaged.passUnretained(scheduler).toOpaque()
+        else { return false }
+        room -= 1
+        captured.append(entry)
+        return true
+    }
+
+    /// Hands every captured cell that has not run to the workers, and captures nothing more in
+    /// this scope. Owning thread (before it blocks, and when the scope ends).
+    func handOffCaptured() {
+        room = 0
+        guard let scheduler else { return }
+        let waiting = captured
+        captured.removeAll(keepingCapacity: true)
+        scheduler._withUnsafeGuaranteedRef { scheduler in
+            for entry in waiting { scheduler.schedule(Self.holdCell(entry)) }
+        }
+    }
+
+    private func runTurn(_ entry: Unmanaged<AnyCell>, scheduler: Scheduler) {
+        let cell = Self.holdCell(entry)
+        runningTurn = true
+        let more = cell.runTurn(buffer: buffer, limit: scheduler.batchSize, progress: progress)
+        runningTurn = false
+        if more {
+            // Not captured again (`room` may be left): the workers take a busy cell.
+            let left = room
+            room = 0
+            scheduler.schedule(cell)
+            room = left
+        }
+    }
+
+    /// The cell behind a run-queue entry, held strongly for the caller (as the shutdown drain
+    /// does); the entry's own retain, if it had one, goes.
+    private static func holdCell(_ entry: Unmanaged<AnyCell>) -> AnyCell {
+        let cell = entry.takeUnretainedValue()
+        if cell.entryRetained { entry.release() }
+        return cell
+    }
+}
+
+/// The key of every thread's ``InlineTurns`` (its destructor releases the thread's reference).
+private let inlineTurnsKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key) { raw in
+        if let raw { Unmanaged<InlineTurns>.fromOpaque(raw).release() }
+    }
+    precondition(status == 0, "pthread_key_create failed with error \(status)")
+    return key
+}()

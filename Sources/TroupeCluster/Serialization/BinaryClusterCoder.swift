@@ -1,0 +1,157 @@
+import NIOCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A compact binary form of `Codable` values, the default ``ClusterCoder``: no text to format
+/// or parse, integers as varints, keyed containers with their keys. Several times cheaper than
+/// JSON per call (see the benchmarks), and as tolerant of added fields: a decoder skips keys it
+/// does not ask for, and `decodeIfPresent` finds missing ones absent.
+///
+/// The format (one value, recursively): a tag byte, then
+/// `0` nil; `1` false; `2` true; `3` a signed integer (zigzag varint); `4` an unsigned integer
+/// (varint); `5` a Double (8 bytes, big-endian bits); `6` a string (varint byte count, UTF-8);
+/// `7` an unkeyed container (varint count, values); `8` a keyed container (varint count, then
+/// per entry a key as in `6` without its tag, and a value).
+///
+/// Decoding untrusted bytes is safe: every read is bounds-checked, counts are checked against
+/// the bytes left before anything is allocated, nesting is limited to
+/// ``maximumDepth`` levels, and every failure is a `DecodingError`.
+public struct BinaryClusterCoder: ClusterCoder {
+    /// The deepest nesting of containers a decoded value may have.
+    public static let maximumDepth = 256
+
+    public init() {}
+
+    public func encode<Value: Encodable>(_ value: Value, into buffer: inout ByteBuffer) throws {
+        let root = EncodedNode()
+        try value.encode(to: BinaryValueEncoder(node: root, codingPath: []))
+        root.write(into: &buffer)
+    }
+
+    public func decode<Value: Decodable>(
+        _ type: Value.Type, from buffer: ByteBuffer, userInfo: [CodingUserInfoKey: any Sendable]
+    ) throws -> Value {
+        var reader = buffer
+        let value = try BinaryValue.read(from: &reader, depth: 0)
+        guard reader.readableBytes == 0 else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "\(reader.readableBytes) bytes after the value"))
+        }
+        return try Value(from: BinaryValueDecoder(value: value, codingPath: [], userInfo: userInfo))
+    }
+}
+
+/// A decoded value of the binary format.
+enum BinaryValue {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case unkeyed([BinaryValue])
+    case keyed([(key: String, value: BinaryValue)])
+
+    enum Tag: UInt8 {
+        case null = 0, `false`, `true`, int, uint, double, string, unkeyed, keyed
+    }
+
+    var kindName: String {
+        switch self {
+        case .null: "nil"
+        case .bool: "a Bool"
+        case .int: "a signed integer"
+        case .uint: "an unsigned integer"
+        case .double: "a floating-point number"
+        case .string: "a string"
+        case .unkeyed: "an unkeyed container"
+        case .keyed: "a keyed container"
+        }
+    }
+
+    static func read(from buffer: inout ByteBuffer, depth: Int) throws -> BinaryValue {
+        guard let raw = buffer.readInteger(as: UInt8.self) else { throw corrupt("the value ends early") }
+        guard let tag = Tag(rawValue: raw) else { throw corrupt("unknown tag \(raw)") }
+        switch tag {
+        case .null: return .null
+        case .false: return .bool(false)
+        case .true: return .bool(true)
+        case .int:
+            let zigzag = try readVarint(from: &buffer)
+            return .int(Int64(bitPattern: (zigzag >> 1) ^ (0 &- (zigzag & 1))))
+        case .uint: return .uint(try readVarint(from: &buffer))
+        case .double:
+            guard let bits = buffer.readInteger(endianness: .big, as: UInt64.self) else {
+                throw corrupt("a Double ends early")
+            }
+            return .double(Double(bitPattern: bits))
+        case .string: return .string(try readString(from: &buffer))
+        case .unkeyed, .keyed:
+            guard depth < BinaryClusterCoder.maximumDepth else {
+                throw corrupt("containers nested deeper than \(BinaryClusterCoder.maximumDepth) levels")
+            }
+            let count = try readVarint(from: &buffer)
+            // Every entry takes at least one byte (two for a keyed one): a count beyond the bytes
+            // left is corrupt, and nothing is reserved for it.
+            guard count <= UInt64(buffer.readableBytes) else { throw corrupt("a count of \(count) beyond the data") }
+            if tag == .unkeyed {
+                var values: [BinaryValue] = []
+                values.reserveCapacity(Int(count))
+                for _ in 0..<count { values.append(try read(from: &buffer, depth: depth + 1)) }
+                return .unkeyed(values)
+            }
+            var entries: [(key: String, value: BinaryValue)] = []
+            entries.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                let key = try readString(from: &buffer)
+                entries.append((key, try read(from: &buffer, depth: depth + 1)))
+            }
+            return .keyed(entries)
+        }
+    }
+
+    private static func readVarint(from buffer: inout ByteBuffer) throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard let byte = buffer.readInteger(as: UInt8.self) else { throw corrupt("a varint ends early") }
+            guard shift < 64, shift < 63 || byte <= 1 else { throw corrupt("a varint longer than 64 bits") }
+            result |= UInt64(byte & 0x7f) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+    }
+
+    private static func readString(from buffer: inout ByteBuffer) throws -> String {
+        let length = try readVarint(from: &buffer)
+        guard length <= UInt64(buffer.readableBytes) else {
+            throw corrupt("a string of \(length) bytes beyond the data")
+        }
+        guard let string = buffer.readString(length: Int(length)) else { throw corrupt("a string ends early") }
+        return string
+    }
+
+    static func corrupt(_ why: String) -> DecodingError {
+        .dataCorrupted(.init(codingPath: [], debugDescription: "not a BinaryClusterCoder value: \(why)"))
+    }
+}
+
+extension ByteBuffer {
+    mutating func writeVarint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            writeInteger(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        writeInteger(UInt8(value))
+    }
+
+    mutating func writeBinaryString(_ string: String) {
+        writeVarint(UInt64(string.utf8.count))
+        writeString(string)
+    }
+}
