@@ -68,6 +68,8 @@ import TroupeTestSupport
             _ = await stopped.terminated()
             stopped.tell(.work)
             stopped.tell(.work)
+            // The other worker may still be finishing the stopped actor's turn (CI saw 2 busy).
+            await waitUntil("only the blocked worker busy") { system.busyWorkerCount == 1 }
             reporter.poll(system)
             let dims = [("system", "poll")]
             #expect(try metrics.expectGauge(TroupeMetrics.Name.liveActors, dims).lastValue == 1)
