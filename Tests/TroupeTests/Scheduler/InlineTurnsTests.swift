@@ -40,12 +40,26 @@ private actor InlineThreadReporter {
     func thread() -> UInt { UInt(pthread_self()) }
 }
 
+/// Waits until `actors` have run their first turn and every worker is idle: only then does a
+/// tell find an actor's mailbox empty and win its scheduling right (a worker still running the
+/// spawn's turn keeps it; TSan's slowdown showed that). The warm-up notes are forgotten.
+private func settle(
+    _ system: ActorSystem, _ actors: [ActorRef<ThreadRecorder.Message>],
+    _ seen: Recorder<(value: Int, thread: UInt, onWorker: Bool)>
+) async {
+    for actor in actors { _ = actor.tell(.note(-1)) }
+    await waitUntil("warm-up handled") { seen.count == actors.count }
+    await waitUntil("workers idle") { system.busyWorkerCount == 0 }
+    seen.removeAll()
+}
+
 @Suite("runningTurnsHere: caller-runs turns on a thread outside the workers")
 struct InlineTurnsTests {
     @Test func aTellToAnIdleActorIsHandledOnTheCallingThreadBeforeTheScopeReturns() async throws {
         try await withTestSystem { system in
             let seen = Recorder<(value: Int, thread: UInt, onWorker: Bool)>()
             let actor = system.spawn(ThreadRecorder(seen: seen))
+            await settle(system, [actor], seen)
             let outcome = await TestThreads.onNewThread { () -> (UInt, Int, UInt?, Bool?) in
                 let me = UInt(pthread_self())
                 system.runningTurnsHere { _ = actor.tell(.note(1)) }
@@ -76,6 +90,7 @@ struct InlineTurnsTests {
         try await withTestSystem(batchSize: 2) { system in
             let seen = Recorder<(value: Int, thread: UInt, onWorker: Bool)>()
             let actor = system.spawn(ThreadRecorder(seen: seen))
+            await settle(system, [actor], seen)
             let caller = await TestThreads.onNewThread { () -> UInt in
                 system.runningTurnsHere { for value in 0..<7 { actor.tell(.note(value)) } }
                 return UInt(pthread_self())
@@ -92,6 +107,7 @@ struct InlineTurnsTests {
         try await withTestSystem { system in
             let seen = Recorder<(value: Int, thread: UInt, onWorker: Bool)>()
             let actors = (0..<4).map { _ in system.spawn(ThreadRecorder(seen: seen)) }
+            await settle(system, actors, seen)
             let caller = await TestThreads.onNewThread { () -> UInt in
                 system.runningTurnsHere(maximumTurns: 2) {
                     for (index, actor) in actors.enumerated() { actor.tell(.note(index)) }
@@ -119,6 +135,8 @@ struct InlineTurnsTests {
     @Test func aTaskOnTheTaskExecutorAndASerialExecutorsJobRunHere() async throws {
         try await withTestSystem { system in
             let reporter = InlineThreadReporter(executor: system.makeSerialExecutor())
+            _ = await reporter.thread()
+            await waitUntil("workers idle") { system.busyWorkerCount == 0 }
             let result = await TestThreads.onNewThread {
                 () -> (caller: UInt, task: UInt?, actor: UInt?, doneInScope: Bool) in
                 let taskThread = Recorder<UInt>()
@@ -192,6 +210,7 @@ struct InlineTurnsTests {
             let runner = system.spawn(ClosureActor())
             let onWorker = try await runner.ask { ClosureActor.Message.run({ system.runningTurnsHere { 7 } }, $0) }
             #expect(onWorker == 7)
+            await settle(system, [actor], seen)
             // Nested: the outer scope runs the turn, after its body.
             let nested = await TestThreads.onNewThread { () -> (inner: Int, outer: Int) in
                 var inner = -1
