@@ -90,6 +90,45 @@ struct BinaryCoderTests {
         #expect(derived.extra == 42 && derived.name == "base")
     }
 
+    /// Wraps a value so the coder takes its `Encoder`/`Decoder` path for it (a single-value
+    /// container), not the direct path it has for the common scalars.
+    private struct ThroughContainer<Value: Codable>: Codable {
+        var value: Value
+        init(_ value: Value) { self.value = value }
+        init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Value.self) }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        }
+    }
+
+    private func sameBytesBothWays<Value: Codable & Equatable>(_ value: Value) throws {
+        let direct = try bytes(value)
+        let general = try bytes(ThroughContainer(value))
+        #expect(direct == general, "\(Value.self) \(value)")
+        #expect(try coder.decode(Value.self, from: general, userInfo: [:]) == value)
+        #expect(try coder.decode(ThroughContainer<Value>.self, from: direct, userInfo: [:]).value == value)
+    }
+
+    @Test func directScalarsMatchTheContainerPath() throws {
+        for string in ["", "x", "héllo, 世界 👋", String(repeating: "a", count: 70_000)] { try sameBytesBothWays(string) }
+        for int in [0, 1, -1, 63, -64, 64, 300, Int.max, Int.min] { try sameBytesBothWays(int) }
+        for flag in [true, false] { try sameBytesBothWays(flag) }
+        for number in [0.0, -1.5e300, .infinity, .leastNonzeroMagnitude] { try sameBytesBothWays(number) }
+        // An unsigned integer in range decodes as Int; one out of range is the full path's error.
+        #expect(try coder.decode(Int.self, from: bytes(UInt64(5)), userInfo: [:]) == 5)
+        #expect {
+            try coder.decode(Int.self, from: bytes(UInt64.max), userInfo: [:])
+        } throws: { error in
+            guard case DecodingError.dataCorrupted = error else { return false }
+            return true
+        }
+        // Trailing bytes after a scalar are refused, as for any value.
+        var trailing = try bytes("x")
+        trailing.writeInteger(UInt8(0))
+        #expect(throws: DecodingError.self) { try coder.decode(String.self, from: trailing, userInfo: [:]) }
+    }
+
     @Test func itIsSmallerThanJSON() throws {
         var json = ByteBuffer()
         try JSONClusterCoder().encode(Everything(), into: &json)

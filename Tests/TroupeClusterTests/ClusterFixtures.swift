@@ -1,6 +1,7 @@
 import Distributed
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import Troupe
 import TroupeTestSupport
@@ -83,6 +84,25 @@ struct Unencodable: Codable, Sendable {
     func encode(to encoder: any Encoder) throws { throw Refused() }
 }
 
+/// A result whose instances are counted while alive.
+final class CountedReply: Codable, Sendable {
+    static let alive = Atomic<Int>(0)
+    let value: Int
+    init(value: Int) {
+        self.value = value
+        Self.alive.add(1, ordering: .relaxed)
+    }
+    required init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(Int.self)
+        Self.alive.add(1, ordering: .relaxed)
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+    deinit { Self.alive.subtract(1, ordering: .relaxed) }
+}
+
 struct GreeterFailure: Error, CustomStringConvertible {
     let why: String
     var description: String { "greeter failure: \(why)" }
@@ -116,6 +136,13 @@ distributed actor Greeter: ClusterActor {
     distributed func give() -> Unencodable { Unencodable() }
 
     distributed func echo(_ bytes: [UInt8]) -> [UInt8] { bytes }
+
+    /// A generic target: the runtime needs each call's substitutions.
+    distributed func describe<Value: Codable & Sendable>(_ value: Value) -> String { "\(Value.self): \(value)" }
+
+    /// A reference-typed result, counted while alive: a result moved out of the runtime's
+    /// buffer exactly once leaves none behind (and frees none twice).
+    distributed func counted(_ value: Int) -> CountedReply { CountedReply(value: value) }
 
     /// Calls `other` (another node's greeter) from here: references travel as arguments.
     distributed func relay(to other: Greeter, name: String) async throws -> String {

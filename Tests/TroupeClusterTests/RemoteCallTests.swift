@@ -27,6 +27,38 @@ struct RemoteCallTests {
         await shutdownAll(nodes)
     }
 
+    @Test func resolvedTargetsGenericTargetsAndUnknownTargets() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        // Non-generic targets are resolved once, then reused.
+        for round in 0..<3 { #expect(try await remote.greet("\(round)") == "Hello, \(round)!") }
+        try await remote.record("r")
+        #expect(nodes[1].cluster.targets.resolvedCount == 2)
+        // A generic target goes through the standard library's path, substitutions and all.
+        #expect(try await remote.describe(42) == "Int: 42")
+        #expect(try await remote.describe(["a"]) == "Array<String>: [\"a\"]")
+        #expect(nodes[1].cluster.targets.resolvedCount == 2)
+        // A reference-typed result is moved out of the runtime's buffer once: the callee keeps
+        // none alive and frees none twice.
+        let before = CountedReply.alive.load(ordering: .relaxed)
+        for value in 0..<200 { #expect(try await remote.counted(value).value == value) }
+        await waitUntil("callee results released") { CountedReply.alive.load(ordering: .relaxed) <= before }
+        // A target this program does not have is an invalid invocation.
+        var invocation = nodes[0].cluster.makeInvocationEncoder()
+        try invocation.doneRecording()
+        await #expect {
+            let _: String = try await nodes[0].cluster.remoteCall(
+                on: remote, target: RemoteCallTarget("$s4Nope7MissingC5greetyS2SYaKFTE"),
+                invocation: &invocation, throwing: Never.self, returning: String.self)
+        } throws: { error in
+            guard case ClusterCallError.invalidInvocation = error else { return false }
+            return true
+        }
+        _ = greeter
+        await shutdownAll(nodes)
+    }
+
     @Test func distributedMethodsRunOnTroupeExecutors() async throws {
         let nodes = try await startCluster(2)
         let greeter = Greeter(actorSystem: nodes[1].cluster)

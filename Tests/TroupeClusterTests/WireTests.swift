@@ -45,6 +45,14 @@ struct WireTests {
             let payload = try #require(try decoder.decode(buffer: &stream))
             #expect(stream.readableBytes == 0)
             #expect(try WireEnvelope.decode(payload) == envelope)
+            // Calls and replies of values are written into a buffer of their exact bound.
+            var bounded = false
+            switch envelope {
+            case .invocation: bounded = true
+            case .reply(let reply): if case .value = reply.outcome { bounded = true }
+            default: break
+            }
+            if bounded { #expect(frame.readableBytes <= envelope.frameCapacity, "\(envelope)") }
         }
     }
 

@@ -61,7 +61,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     }
 
     func send(_ envelope: WireEnvelope) {
-        var buffer = allocator.buffer(capacity: 64)
+        var buffer = allocator.buffer(capacity: envelope.frameCapacity)
         envelope.writeFrame(into: &buffer)
         connection.send(buffer)
     }

@@ -45,15 +45,13 @@ public struct ClusterInvocationEncoder: DistributedTargetInvocationEncoder {
 /// naming its type.
 public struct ClusterInvocationDecoder: DistributedTargetInvocationDecoder {
     public typealias SerializationRequirement = any Codable
-    let coder: any ClusterCoder
-    let userInfo: [CodingUserInfoKey: any Sendable]
+    let system: ClusterSystem
     let arguments: [ByteBuffer]
     let genericSubstitutions: [String]
     var nextArgument = 0
 
-    init(coder: any ClusterCoder, system: ClusterSystem, invocation: WireEnvelope.Invocation) {
-        self.coder = coder
-        userInfo = [.actorSystemKey: system]
+    init(system: ClusterSystem, invocation: WireEnvelope.Invocation) {
+        self.system = system
         arguments = invocation.arguments
         genericSubstitutions = invocation.genericSubstitutions
     }
@@ -74,7 +72,7 @@ public struct ClusterInvocationDecoder: DistributedTargetInvocationDecoder {
         }
         defer { nextArgument += 1 }
         do {
-            return try coder.decode(Argument.self, from: arguments[nextArgument], userInfo: userInfo)
+            return try system.decodeValue(Argument.self, from: arguments[nextArgument])
         } catch {
             throw ClusterCallError.serialization(type: String(reflecting: Argument.self), reason: "\(error)")
         }
@@ -126,5 +124,16 @@ extension WireEnvelope.RemoteFailure {
         default:
             self.init(code: .thrown, typeName: String(reflecting: type(of: error)), message: "\(error)")
         }
+    }
+}
+
+extension ClusterSystem {
+    /// Decodes an argument or a result with ``ClusterSettings/coder``, which finds this system
+    /// under `CodingUserInfoKey.actorSystemKey` (actor references decode through it). The
+    /// binary coder's common scalars (`String`, `Int`, `Bool`, `Double`) need no `userInfo`, so
+    /// their calls skip making the dictionary.
+    func decodeValue<Value: Decodable>(_ type: Value.Type, from bytes: ByteBuffer) throws -> Value {
+        if usesBinaryCoder, let value = BinaryClusterCoder.decodeScalar(Value.self, from: bytes) { return value }
+        return try settings.coder.decode(Value.self, from: bytes, userInfo: [.actorSystemKey: self])
     }
 }

@@ -42,7 +42,13 @@ extension ClusterSystem {
         }
         metrics.invocationsReceived.increment()
         let handler = ClusterResultHandler(system: self, callID: invocation.callID, association: association)
-        var decoder = ClusterInvocationDecoder(coder: settings.coder, system: self, invocation: invocation)
+        var decoder = ClusterInvocationDecoder(system: self, invocation: invocation)
+        if case .resolved(let target) = targets.lookup(invocation.target) {
+            Task(executorPreference: actorSystem.taskExecutor) {
+                await target.execute(on: actor, decoder: &decoder, handler: handler)
+            }
+            return
+        }
         let target = RemoteCallTarget(invocation.target)
         Task(executorPreference: actorSystem.taskExecutor) {
             do {

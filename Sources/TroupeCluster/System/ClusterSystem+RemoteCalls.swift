@@ -26,7 +26,7 @@ extension ClusterSystem {
         switch outcome {
         case .value(let bytes):
             do {
-                return try settings.coder.decode(Res.self, from: bytes, userInfo: [.actorSystemKey: self])
+                return try decodeValue(Res.self, from: bytes)
             } catch {
                 throw ClusterCallError.serialization(type: String(reflecting: Res.self), reason: "\(error)")
             }

@@ -31,6 +31,9 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     /// This node: the address it listens on and the uid it drew at start.
     public let node: ClusterNode
     public let settings: ClusterSettings
+    /// Whether ``ClusterSettings/coder`` is the binary coder, whose common scalars decode
+    /// without a `userInfo` dictionary (see `decodeValue`).
+    let usesBinaryCoder: Bool
     /// The Troupe system the cluster's actors and timers run on. The cluster does not shut it
     /// down: shut the cluster down first, then the actor system.
     public let actorSystem: ActorSystem
@@ -48,6 +51,8 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     let receptionistTable = Locked(ReceptionistTable())
     let watchTable = Locked(WatchTable())
     let nextCallID = Atomic<UInt64>(0)
+    /// Distributed methods this node has run, resolved once (see ``ResolvedTarget``).
+    let targets = DistributedTargetTable()
     let isShutDown = Atomic<Bool>(false)
     let membershipRef = Locked<ActorRef<MembershipActor.Message>?>(nil)
     private let acceptGate: AcceptGate
@@ -87,6 +92,7 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
         var generator = SystemRandomNumberGenerator()
         node = ClusterNode(host: settings.host, port: port, uid: UInt64.random(in: 1 ... .max, using: &generator))
         self.settings = settings
+        usesBinaryCoder = settings.coder is BinaryClusterCoder
         self.actorSystem = actorSystem
         self.transport = transport
         handshake = Handshake(secret: settings.secret, clusterName: settings.clusterName)

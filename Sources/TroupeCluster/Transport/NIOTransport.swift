@@ -135,16 +135,27 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     /// Whether the event loop is delivering this connection's frames right now (between a read
     /// and its read-complete). Frames it sends meanwhile (replies of invocations run right
-    /// there) are flushed once, at the read-complete. Event loop only.
+    /// there) are flushed together: at the read-complete, or as soon as
+    /// ``framesPerBurstFlush`` are waiting, so the peer starts on the first replies while this
+    /// side makes the rest (one flush per whole burst would keep the two nodes in lock-step,
+    /// each idle while the other works). Event loop only.
     private var readingBurst = false
-    private var flushPending = false
+    private var unflushed = 0
+    /// 8, 16 and 32 measured alike with 64 and 1,024 calls in flight (within this VM's noise);
+    /// 16 still splits a burst of 32 in two.
+    static let framesPerBurstFlush = 16
 
     func send(_ frame: ByteBuffer) {
         guard !stopped.isSet else { return }
         if channel.eventLoop.inEventLoop {
             if readingBurst {
-                flushPending = true
-                return channel.write(frame, promise: nil)
+                channel.write(frame, promise: nil)
+                unflushed += 1
+                if unflushed == Self.framesPerBurstFlush {
+                    unflushed = 0
+                    channel.flush()
+                }
+                return
             }
             return channel.writeAndFlush(frame, promise: nil)
         }
@@ -172,9 +183,9 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     func close() {
         guard !stopped.isSet else { return }
-        if channel.eventLoop.inEventLoop && flushPending {
+        if channel.eventLoop.inEventLoop && unflushed > 0 {
             // Frames written in this read burst (a refusal, say) go out before the close.
-            flushPending = false
+            unflushed = 0
             channel.flush()
         }
         channel.close(promise: nil)
@@ -189,8 +200,8 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
     /// The end of a burst of reads. Event loop.
     func deliveredBurst() {
         readingBurst = false
-        if flushPending {
-            flushPending = false
+        if unflushed > 0 {
+            unflushed = 0
             channel.flush()
         }
     }

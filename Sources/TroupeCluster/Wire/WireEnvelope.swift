@@ -113,8 +113,25 @@ extension WireEnvelope {
         buffer.setInteger(UInt32(buffer.writerIndex - lengthIndex - 4), at: lengthIndex, endianness: .big)
     }
 
+    /// Enough bytes for the frame of a call or a reply (so writing it never grows the buffer),
+    /// 64 for the rest.
+    var frameCapacity: Int {
+        switch self {
+        case .invocation(let invocation):
+            var size = 40 + invocation.target.utf8.count
+            for name in invocation.genericSubstitutions { size += 4 + name.utf8.count }
+            for argument in invocation.arguments { size += 4 + argument.readableBytes }
+            return size
+        case .reply(let reply):
+            if case .value(let bytes) = reply.outcome { return 24 + bytes.readableBytes }
+            return 64
+        default:
+            return 64
+        }
+    }
+
     func frame(allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: 64)
+        var buffer = allocator.buffer(capacity: frameCapacity)
         writeFrame(into: &buffer)
         return buffer
     }
