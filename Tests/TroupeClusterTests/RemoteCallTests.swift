@@ -1,4 +1,5 @@
 import Distributed
+import Synchronization
 import Testing
 import Troupe
 import TroupeTestSupport
@@ -155,6 +156,38 @@ struct RemoteCallTests {
         await shutdownAll(nodes)
     }
 
+    @Test func shuttingDownFailsTheDialsStillInProgress() async throws {
+        let transport = GatedTransport()
+        let caller = try await startNode(transport: transport)
+        let callee = try await startNode()
+        let greeter = Greeter(actorSystem: callee.cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: caller.cluster)
+        let outcome = Mutex<(any Error)??>(nil)
+        let call = Task {
+            do {
+                _ = try await remote.greet("never sent")
+                outcome.withLock { $0 = .some(nil) }
+            } catch {
+                outcome.withLock { $0 = .some(error) }
+            }
+        }
+        await waitUntil("the call's first contact is dialling") { transport.waitingDials > 0 }
+        await caller.shutdown()
+        // The call waits on the dial, not yet on a reply: the shutdown must fail it, or nothing would.
+        await waitUntil(timeout: .seconds(10), "the waiting call ended") { outcome.withLock { $0 != nil } }
+        let error = outcome.withLock { $0 ?? nil }
+        #expect(
+            {
+                guard case ClusterCallError.systemShutDown? = error as? ClusterCallError else { return false }
+                return true
+            }(), "ended with \(String(describing: error))")
+        // The dial that connects late finds the node shut down and leaves nothing behind.
+        transport.open()
+        if outcome.withLock({ $0 != nil }) { _ = await call.result }
+        _ = greeter
+        await callee.shutdown()
+    }
+
     @Test func callsToALeftNodeFailAsNodeDown() async throws {
         let nodes = try await startCluster(2)
         let greeter = Greeter(actorSystem: nodes[1].cluster)
@@ -197,4 +230,41 @@ struct RemoteCallTests {
         #expect(try await remote.names().count == 500)
         await shutdownAll(nodes)
     }
+}
+
+/// NIO underneath, but every dial waits until `open()`: a dial can be caught in progress.
+final class GatedTransport: ClusterTransport {
+    private let base = NIOTransport()
+    private let state = Mutex<(isOpen: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    var waitingDials: Int { state.withLock { $0.waiting.count } }
+
+    func open() {
+        let waiting = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for dial in waiting { dial.resume() }
+    }
+
+    func listen(
+        host: String, port: Int, maximumFrameSize: Int, accept: @escaping @Sendable (any ClusterConnection) -> Void
+    ) async throws -> Int {
+        try await base.listen(host: host, port: port, maximumFrameSize: maximumFrameSize, accept: accept)
+    }
+
+    func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection {
+        await withCheckedContinuation { dial in
+            let go = state.withLock { state -> Bool in
+                if state.isOpen { return true }
+                state.waiting.append(dial)
+                return false
+            }
+            if go { dial.resume() }
+        }
+        return try await base.connect(host: host, port: port, maximumFrameSize: maximumFrameSize)
+    }
+
+    func shutdown() async { await base.shutdown() }
 }

@@ -21,6 +21,9 @@ struct AssociationTable {
     var current: [NodeAddress: Association] = [:]
     var dials: [NodeAddress: [CheckedContinuation<Association, any Error>]] = [:]
     var dialTargets: [ObjectIdentifier: NodeAddress] = [:]
+    /// Set (under the lock) by `shutdown()` when it takes the table's waiters: a dial asked for
+    /// after that fails at once instead of waiting on a table nobody will resume.
+    var isClosed = false
 }
 
 extension ClusterSystem {
@@ -55,11 +58,13 @@ extension ClusterSystem {
     func association(toAddress address: NodeAddress) async throws -> Association {
         guard !shutDown else { throw ClusterCallError.systemShutDown }
         return try await withCheckedThrowingContinuation { continuation in
-            let (ready, startDial) = associations.withLock { table -> (Association?, Bool) in
-                if let ready = table.current[address] { return (ready, false) }
+            let (ready, startDial, closed) = associations.withLock { table -> (Association?, Bool, Bool) in
+                if table.isClosed { return (nil, false, true) }
+                if let ready = table.current[address] { return (ready, false, false) }
                 table.dials[address, default: []].append(continuation)
-                return (nil, table.dials[address]!.count == 1)
+                return (nil, table.dials[address]!.count == 1, false)
             }
+            if closed { return continuation.resume(throwing: ClusterCallError.systemShutDown) }
             if let ready { continuation.resume(returning: ready) }
             if startDial { Task { await self.dial(address) } }
         }
@@ -94,7 +99,10 @@ extension ClusterSystem {
                 host: address.host, port: address.port, maximumFrameSize: settings.maximumFrameSize)
             let association = Association(connection: connection, role: .initiator, system: self)
             associations.withLock { $0.dialTargets[ObjectIdentifier(association)] = address }
-            guard !shutDown else { return connection.close() }
+            guard !shutDown else {
+                connection.close()
+                return failDial(address, error: ClusterCallError.systemShutDown)
+            }
             association.start()
         } catch {
             if case ClusterTransportError.connectionRefused = error { tellMembership(.refused(address)) }

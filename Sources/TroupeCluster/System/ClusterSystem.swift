@@ -111,7 +111,8 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     }
 
     /// Leaves the cluster: tells every peer (they mark this node down at once), fails the
-    /// remote calls still waiting with ``ClusterCallError/systemShutDown``, stops membership and
+    /// remote calls still waiting (for a reply, or for a connection being dialled) with
+    /// ``ClusterCallError/systemShutDown``, stops membership and
     /// closes the transport. Calls after this fail the same way. Idempotent.
     public func shutdown() async {
         guard !isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -123,7 +124,15 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
             membership.stop()
         }
         await transport.shutdown()
-        associations.withLock { $0 = AssociationTable() }
+        // Dials still waiting (a seed being dialled, a call's first contact) fail now: their
+        // continuations are in the table, and nothing else will resume them.
+        let waiting = associations.withLock { table in
+            let waiting = table.dials.values.flatMap { $0 }
+            table = AssociationTable()
+            table.isClosed = true
+            return waiting
+        }
+        for waiter in waiting { waiter.resume(throwing: ClusterCallError.systemShutDown) }
         finishMembershipStreams()
         finishReceptionist()
         finishWatches()
