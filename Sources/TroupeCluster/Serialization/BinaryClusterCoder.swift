@@ -55,21 +55,19 @@ extension BinaryClusterCoder {
     /// Writes `value` if it is a `String`, `Int`, `Bool` or `Double`; false otherwise.
     @inline(__always)
     static func encodeScalar<Value: Encodable>(_ value: Value, into buffer: inout ByteBuffer) -> Bool {
+        let scalar: BinaryValue
         if Value.self == String.self {
-            buffer.writeInteger(BinaryValue.Tag.string.rawValue)
-            buffer.writeBinaryString(value as! String)
+            scalar = .string(value as! String)
         } else if Value.self == Int.self {
-            let integer = Int64(value as! Int)
-            buffer.writeInteger(BinaryValue.Tag.int.rawValue)
-            buffer.writeVarint(UInt64(bitPattern: (integer << 1) ^ (integer >> 63)))
+            scalar = .int(Int64(value as! Int))
         } else if Value.self == Bool.self {
-            buffer.writeInteger(((value as! Bool) ? BinaryValue.Tag.true : .false).rawValue)
+            scalar = .bool(value as! Bool)
         } else if Value.self == Double.self {
-            buffer.writeInteger(BinaryValue.Tag.double.rawValue)
-            buffer.writeInteger((value as! Double).bitPattern, endianness: .big)
+            scalar = .double(value as! Double)
         } else {
             return false
         }
+        scalar.writeScalar(into: &buffer)
         return true
     }
 
@@ -85,18 +83,8 @@ extension BinaryClusterCoder {
         guard let value = try? BinaryValue.read(from: &reader, depth: BinaryClusterCoder.maximumDepth),
             reader.readableBytes == 0
         else { return nil }
-        switch value {
-        case .string(let string) where Value.self == String.self: return (string as! Value)
-        case .int(let integer) where Value.self == Int.self:
-            guard let exact = Int(exactly: integer) else { return nil }
-            return (exact as! Value)
-        case .uint(let integer) where Value.self == Int.self:
-            guard let exact = Int(exactly: integer) else { return nil }
-            return (exact as! Value)
-        case .bool(let flag) where Value.self == Bool.self: return (flag as! Value)
-        case .double(let number) where Value.self == Double.self: return (number as! Value)
-        default: return nil
-        }
+        if Value.self == Int.self { return value.integer(as: Int.self).map { $0 as! Value } }
+        return value.scalar(as: Value.self)
     }
 }
 
@@ -125,6 +113,58 @@ enum BinaryValue {
         case .string: "a string"
         case .unkeyed: "an unkeyed container"
         case .keyed: "a keyed container"
+        }
+    }
+
+    /// Writes a value that is not a container: its tag, then its bytes. Both the `Encoder` and
+    /// the direct path of ``BinaryClusterCoder`` write scalars here, so they make the same bytes.
+    func writeScalar(into buffer: inout ByteBuffer) {
+        switch self {
+        case .null: buffer.writeInteger(Tag.null.rawValue)
+        case .bool(let value): buffer.writeInteger((value ? Tag.true : .false).rawValue)
+        case .int(let value):
+            buffer.writeInteger(Tag.int.rawValue)
+            buffer.writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+        case .uint(let value):
+            buffer.writeInteger(Tag.uint.rawValue)
+            buffer.writeVarint(value)
+        case .double(let value):
+            buffer.writeInteger(Tag.double.rawValue)
+            buffer.writeInteger(value.bitPattern, endianness: .big)
+        case .string(let value):
+            buffer.writeInteger(Tag.string.rawValue)
+            buffer.writeBinaryString(value)
+        case .unkeyed, .keyed:
+            preconditionFailure("containers are encoded as nodes")
+        }
+    }
+
+    /// This value as a `Bool`, `String`, `Double` or `Float` (from a Double), if it is one;
+    /// nil otherwise. Shared by the `Decoder` and the direct path of ``BinaryClusterCoder``.
+    func scalar<T>(as _: T.Type) -> T? {
+        switch self {
+        case .bool(let bool) where T.self == Bool.self: bool as? T
+        case .string(let string) where T.self == String.self: string as? T
+        case .double(let double) where T.self == Double.self: double as? T
+        case .double(let double) where T.self == Float.self: Float(double) as? T
+        default: nil
+        }
+    }
+
+    /// This value as `T` if it is an integer that fits exactly; nil otherwise (also for
+    /// values that are not integers: ``isInteger`` tells the two apart).
+    func integer<T: FixedWidthInteger>(as _: T.Type) -> T? {
+        switch self {
+        case .int(let int): T(exactly: int)
+        case .uint(let uint): T(exactly: uint)
+        default: nil
+        }
+    }
+
+    var isInteger: Bool {
+        switch self {
+        case .int, .uint: true
+        default: false
         }
     }
 

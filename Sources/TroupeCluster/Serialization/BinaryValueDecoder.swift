@@ -39,13 +39,8 @@ struct BinaryValueDecoder: Decoder {
     // MARK: Scalars
 
     func decodeScalar<T>(_ type: T.Type, from value: BinaryValue, at path: [any CodingKey]) throws -> T {
-        switch value {
-        case .bool(let bool) where T.self == Bool.self: return bool as! T
-        case .string(let string) where T.self == String.self: return string as! T
-        case .double(let double) where T.self == Double.self: return double as! T
-        case .double(let double) where T.self == Float.self: return Float(double) as! T
-        default: throw mismatch(type, found: value, at: path)
-        }
+        guard let scalar = value.scalar(as: T.self) else { throw mismatch(type, found: value, at: path) }
+        return scalar
     }
 
     func decodeInteger<T: FixedWidthInteger>(
@@ -53,13 +48,8 @@ struct BinaryValueDecoder: Decoder {
     ) throws
         -> T
     {
-        let converted: T?
-        switch value {
-        case .int(let int): converted = T(exactly: int)
-        case .uint(let uint): converted = T(exactly: uint)
-        default: throw mismatch(type, found: value, at: path)
-        }
-        guard let converted else {
+        guard value.isInteger else { throw mismatch(type, found: value, at: path) }
+        guard let converted = value.integer(as: T.self) else {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: path, debugDescription: "\(value) does not fit in \(T.self)"))
         }

@@ -20,22 +20,8 @@ final class EncodedNode {
 
     func write(into buffer: inout ByteBuffer) {
         switch content {
-        case .empty, .scalar(.null): buffer.writeInteger(BinaryValue.Tag.null.rawValue)
-        case .scalar(.bool(let value)): buffer.writeInteger((value ? BinaryValue.Tag.true : .false).rawValue)
-        case .scalar(.int(let value)):
-            buffer.writeInteger(BinaryValue.Tag.int.rawValue)
-            buffer.writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
-        case .scalar(.uint(let value)):
-            buffer.writeInteger(BinaryValue.Tag.uint.rawValue)
-            buffer.writeVarint(value)
-        case .scalar(.double(let value)):
-            buffer.writeInteger(BinaryValue.Tag.double.rawValue)
-            buffer.writeInteger(value.bitPattern, endianness: .big)
-        case .scalar(.string(let value)):
-            buffer.writeInteger(BinaryValue.Tag.string.rawValue)
-            buffer.writeBinaryString(value)
-        case .scalar(.unkeyed), .scalar(.keyed):
-            preconditionFailure("containers are encoded as nodes")
+        case .empty: BinaryValue.null.writeScalar(into: &buffer)
+        case .scalar(let value): value.writeScalar(into: &buffer)
         case .unkeyed(let nodes):
             buffer.writeInteger(BinaryValue.Tag.unkeyed.rawValue)
             buffer.writeVarint(UInt64(nodes.count))

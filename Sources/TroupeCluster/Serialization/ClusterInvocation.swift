@@ -89,25 +89,37 @@ public struct ClusterResultHandler: DistributedTargetInvocationResultHandler {
     let callID: UInt64
     let association: Association
 
-    public func onReturn<Success: Codable>(value: Success) async throws {
+    public func onReturn<Success: Codable>(value: Success) async throws { reply(with: value) }
+
+    public func onReturnVoid() async throws { replyVoid() }
+
+    public func onThrow<Err: Error>(error: Err) async throws { reply(throwing: error) }
+
+    // The replies themselves, synchronous and with the value's conformance passed in: the
+    // runtime calls `onReturn` as an ad-hoc requirement, whose entry looks up `Encodable` and
+    // `Decodable` for `Success` on every call, and an async call may also suspend. A resolved
+    // target (`ResolvedTarget`) knows its result type's conformance and calls these directly.
+
+    /// Encodes `value` and sends it as the call's result; an encoding failure is sent instead,
+    /// naming the type.
+    func reply<Success: Encodable>(with value: Success) {
         var buffer = ByteBuffer()
         do {
             try system.settings.coder.encode(value, into: &buffer)
         } catch {
             let failure = WireEnvelope.RemoteFailure(
                 code: .serialization, typeName: String(reflecting: Success.self), message: "\(error)")
-            association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .failure(failure))))
-            return
+            return send(.failure(failure))
         }
-        association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .value(buffer))))
+        send(.value(buffer))
     }
 
-    public func onReturnVoid() async throws {
-        association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .void)))
-    }
+    func replyVoid() { send(.void) }
 
-    public func onThrow<Err: Error>(error: Err) async throws {
-        association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: .failure(.init(thrown: error)))))
+    func reply(throwing error: any Error) { send(.failure(.init(thrown: error))) }
+
+    private func send(_ outcome: WireEnvelope.Reply.Outcome) {
+        association.send(.reply(WireEnvelope.Reply(callID: callID, outcome: outcome)))
     }
 }
 

@@ -57,7 +57,7 @@ extension ClusterSystem {
             } catch {
                 // The runtime could not make the call (unknown target, arguments that do not
                 // decode): the result handler was not called.
-                try? await handler.onThrow(error: error)
+                handler.reply(throwing: error)
             }
         }
     }

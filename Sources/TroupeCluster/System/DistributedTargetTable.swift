@@ -42,7 +42,7 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
     }
 
     /// Runs the target on `actor` and hands its outcome to `handler` (a thrown error, or one
-    /// from decoding the arguments, goes to `onThrow`), as `executeDistributedTarget` does.
+    /// from decoding the arguments, is sent as the failure), as `executeDistributedTarget` does.
     func execute(
         on actor: any DistributedActor, decoder: inout ClusterInvocationDecoder, handler: ClusterResultHandler
     ) async {
@@ -50,7 +50,7 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
             switch result {
             case .void:
                 try await run(on: actor, decoder: &decoder, into: voidResult)
-                try await handler.onReturnVoid()
+                handler.replyVoid()
             case .value(let passing):
                 let buffer = passing.allocate()
                 do {
@@ -59,10 +59,10 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
                     passing.discard(buffer)
                     throw error
                 }
-                try await passing.deliver(buffer, to: handler)
+                passing.deliver(buffer, to: handler)
             }
         } catch {
-            try? await handler.onThrow(error: error)
+            handler.reply(throwing: error)
         }
     }
 
@@ -80,7 +80,7 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
 protocol ResultPassing {
     static func allocate() -> UnsafeMutableRawPointer
     /// Moves the initialized value out of the buffer to the handler, then frees the buffer.
-    static func deliver(_ buffer: UnsafeMutableRawPointer, to handler: ClusterResultHandler) async throws
+    static func deliver(_ buffer: UnsafeMutableRawPointer, to handler: ClusterResultHandler)
     /// Frees a buffer the call never initialized (the target threw).
     static func discard(_ buffer: UnsafeMutableRawPointer)
 }
@@ -90,11 +90,11 @@ enum TypedResultPassing<Value: Codable>: ResultPassing {
         UnsafeMutableRawPointer(UnsafeMutablePointer<Value>.allocate(capacity: 1))
     }
 
-    static func deliver(_ buffer: UnsafeMutableRawPointer, to handler: ClusterResultHandler) async throws {
+    static func deliver(_ buffer: UnsafeMutableRawPointer, to handler: ClusterResultHandler) {
         let typed = buffer.assumingMemoryBound(to: Value.self)
         let value = typed.move()
         typed.deallocate()
-        try await handler.onReturn(value: value)
+        handler.reply(with: value)
     }
 
     static func discard(_ buffer: UnsafeMutableRawPointer) {
