@@ -1,3 +1,4 @@
+import CoreMetrics
 import Distributed
 import Foundation
 import Logging
@@ -9,6 +10,9 @@ import TroupeTestSupport
 @testable import TroupeCluster
 
 let testSecret = "correct horse battery staple"
+
+/// Shutdowns that `Greeter.shutDownItsNode()` saw finish.
+let nodeShutdownsFinished = Atomic<Int>(0)
 
 /// The calling thread's name (NIO names its event loops `NIO-ELT-…`, Troupe its workers
 /// `<system>-w<n>`).
@@ -45,13 +49,14 @@ func startNode(
     seeds: [ClusterNode] = [], secret: String = testSecret, clusterName: String = "test",
     callTimeout: Duration = .seconds(10), port: Int = 0, transport: (any ClusterTransport)? = nil,
     maximumFrameSize: Int = 1 << 20, membership: ClusterMembershipSettings = patientMembership(),
-    coder: any ClusterCoder = BinaryClusterCoder(), logger: Logger = quietLogger
+    coder: any ClusterCoder = BinaryClusterCoder(), logger: Logger = quietLogger,
+    metricsFactory: (any MetricsFactory)? = nil
 ) async throws -> TestNode {
     let actors = makeTestSystem(name: "node", workers: 1)
     let settings = ClusterSettings(
         clusterName: clusterName, port: port, seeds: seeds.map { ($0.host, $0.port) }, secret: secret,
         callTimeout: callTimeout, maximumFrameSize: maximumFrameSize, membership: membership, coder: coder,
-        transport: transport, logger: logger)
+        transport: transport, logger: logger, metricsFactory: metricsFactory)
     do {
         return TestNode(cluster: try await ClusterSystem(settings: settings, actorSystem: actors), actors: actors)
     } catch {
@@ -129,6 +134,14 @@ distributed actor Greeter: ClusterActor {
     distributed func slow(_ duration: Duration) async -> Int {
         try? await Task.sleep(for: duration)
         return 1
+    }
+
+    /// Shuts its own node down from inside a call (which may run on the node's event loop), then
+    /// counts the shutdown as finished.
+    distributed func shutDownItsNode() async -> Bool {
+        await actorSystem.shutdown()
+        nodeShutdownsFinished.add(1, ordering: .relaxed)
+        return true
     }
 
     distributed func take(_ value: Unencodable) -> Int { 0 }

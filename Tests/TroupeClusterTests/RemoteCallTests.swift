@@ -188,6 +188,30 @@ struct RemoteCallTests {
         await callee.shutdown()
     }
 
+    @Test func aDistributedMethodCanShutItsOwnNodeDown() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        let finishedBefore = nodeShutdownsFinished.load(ordering: .relaxed)
+        // The reply may be lost with the connection; either way the call ends.
+        do {
+            #expect(try await remote.shutDownItsNode())
+        } catch {
+            #expect(error is ClusterCallError)
+        }
+        // The shutdown, started from inside a call on the node being shut down, finishes (no
+        // deadlock on its own event loop), and the other node sees the member go.
+        await waitUntil(timeout: .seconds(30), "the node's shutdown finished") {
+            nodeShutdownsFinished.load(ordering: .relaxed) > finishedBefore
+        }
+        #expect(nodes[1].cluster.shutDown)
+        await waitUntil(timeout: .seconds(30), "the other node sees it leave") {
+            nodes[0].cluster.aliveMembers == [nodes[0].cluster.node]
+        }
+        _ = greeter
+        await shutdownAll(nodes)
+    }
+
     @Test func callsToALeftNodeFailAsNodeDown() async throws {
         let nodes = try await startCluster(2)
         let greeter = Greeter(actorSystem: nodes[1].cluster)

@@ -1,8 +1,9 @@
 import CoreMetrics
 import TroupeClusterMembership
 
-/// The cluster's metrics, through swift-metrics (no-ops until a backend is bootstrapped), with
-/// a `cluster` dimension. Names follow TroupeMetrics' `troupe_…` scheme.
+/// The cluster's metrics, through swift-metrics (``ClusterSettings/metricsFactory``, or the
+/// bootstrapped backend: no-ops until one is), with a `cluster` dimension. Names follow
+/// TroupeMetrics' `troupe_…` scheme.
 struct ClusterMetrics: Sendable {
     let handshakeFailures: Counter
     let protocolViolations: Counter
@@ -15,18 +16,19 @@ struct ClusterMetrics: Sendable {
     let unreachable: Counter
     let down: Counter
 
-    init(clusterName: String) {
+    init(clusterName: String, factory: any MetricsFactory) {
         let dimensions = [("cluster", clusterName)]
-        handshakeFailures = Counter(label: "troupe_cluster_handshake_failures_total", dimensions: dimensions)
-        protocolViolations = Counter(label: "troupe_cluster_protocol_violations_total", dimensions: dimensions)
-        associations = Counter(label: "troupe_cluster_associations_total", dimensions: dimensions)
-        callsSucceeded = Counter(
-            label: "troupe_cluster_remote_calls_total", dimensions: dimensions + [("outcome", "replied")])
-        callsFailed = Counter(
-            label: "troupe_cluster_remote_calls_total", dimensions: dimensions + [("outcome", "failed")])
-        invocationsReceived = Counter(label: "troupe_cluster_invocations_received_total", dimensions: dimensions)
+        func counter(_ label: String, _ extra: [(String, String)] = []) -> Counter {
+            Counter(label: label, dimensions: dimensions + extra, factory: factory)
+        }
+        handshakeFailures = counter("troupe_cluster_handshake_failures_total")
+        protocolViolations = counter("troupe_cluster_protocol_violations_total")
+        associations = counter("troupe_cluster_associations_total")
+        callsSucceeded = counter("troupe_cluster_remote_calls_total", [("outcome", "replied")])
+        callsFailed = counter("troupe_cluster_remote_calls_total", [("outcome", "failed")])
+        invocationsReceived = counter("troupe_cluster_invocations_received_total")
         func change(_ status: String) -> Counter {
-            Counter(label: "troupe_cluster_membership_changes_total", dimensions: dimensions + [("status", status)])
+            counter("troupe_cluster_membership_changes_total", [("status", status)])
         }
         alive = change("alive")
         suspect = change("suspect")

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import TroupeClusterMembership
 
@@ -39,6 +40,9 @@ public struct ClusterSettings: Sendable {
     /// How frames travel (default ``NIOTransport`` over TCP).
     public var transport: (any ClusterTransport)?
     public var logger: Logger
+    /// Where the cluster's counters go (see <doc:RunningACluster#In-a-service>): by default
+    /// the backend `MetricsSystem.bootstrap` installed, read when the cluster system starts.
+    public var metricsFactory: (any MetricsFactory)?
 
     public init(
         clusterName: String = "troupe",
@@ -52,7 +56,8 @@ public struct ClusterSettings: Sendable {
         membership: ClusterMembershipSettings = ClusterMembershipSettings(),
         coder: any ClusterCoder = BinaryClusterCoder(),
         transport: (any ClusterTransport)? = nil,
-        logger: Logger = Logger(label: "troupe.cluster")
+        logger: Logger = Logger(label: "troupe.cluster"),
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.clusterName = clusterName
         self.host = host
@@ -66,6 +71,7 @@ public struct ClusterSettings: Sendable {
         self.coder = coder
         self.transport = transport
         self.logger = logger
+        self.metricsFactory = metricsFactory
     }
 }
 

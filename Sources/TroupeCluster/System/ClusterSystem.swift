@@ -1,4 +1,5 @@
 internal import TroupeLocks
+import CoreMetrics
 import Distributed
 import Logging
 import NIOCore
@@ -99,7 +100,8 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
         var logger = settings.logger
         logger[metadataKey: "cluster_node"] = "\(node)"
         self.logger = logger
-        metrics = ClusterMetrics(clusterName: settings.clusterName)
+        metrics = ClusterMetrics(
+            clusterName: settings.clusterName, factory: settings.metricsFactory ?? MetricsSystem.factory)
         fallbackExecutor = actorSystem.makeSerialExecutor()
         acceptGate = gate
         memberTable.withLock { $0.statuses[node] = .alive(incarnation: 0) }
