@@ -129,6 +129,47 @@ struct BinaryCoderTests {
         #expect(throws: DecodingError.self) { try coder.decode(String.self, from: trailing, userInfo: [:]) }
     }
 
+    /// The direct path reads scalars straight from the bytes; on any input, valid or not, it
+    /// must give what the container path gives: the same value, or (through the container path
+    /// it falls back to) an error.
+    @Test func directScalarsDecodeWhatTheContainerPathDecodes() throws {
+        var generator = SplitMix(seed: 0x5CA1_A125)
+        let seeds: [[UInt8]] = try [
+            bytes(""), bytes("héllo 👋"), bytes(String(repeating: "z", count: 200)), bytes(0), bytes(-1),
+            bytes(Int.max), bytes(Int.min), bytes(UInt64.max), bytes(true), bytes(false), bytes(2.5),
+            bytes(-Double.infinity), bytes(["a"]),
+        ].map { Array($0.readableBytesView) }
+        // Doubles are compared by their bits (NaN is not equal to itself).
+        func agree<Value: Codable, Key: Equatable>(_: Value.Type, _ raw: [UInt8], by key: (Value) -> Key) {
+            let buffer = ByteBuffer(bytes: raw)
+            let direct = (try? coder.decode(Value.self, from: buffer, userInfo: [:])).map(key)
+            let general = (try? coder.decode(ThroughContainer<Value>.self, from: buffer, userInfo: [:]))
+                .map { key($0.value) }
+            #expect(direct == general, "\(Value.self) from \(raw)")
+        }
+        for iteration in 0..<20_000 {
+            var raw: [UInt8]
+            if iteration.isMultiple(of: 3) {
+                raw = (0..<Int(generator.next() % 12)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+                if !raw.isEmpty { raw[0] %= 10 }  // mostly known tags
+            } else {
+                raw = seeds[Int(generator.next() % UInt64(seeds.count))]
+                for _ in 0..<(1 + Int(generator.next() % 3)) where !raw.isEmpty {
+                    let position = Int(generator.next() % UInt64(raw.count))
+                    switch generator.next() % 3 {
+                    case 0: raw[position] = UInt8(truncatingIfNeeded: generator.next())
+                    case 1: raw.removeSubrange(position...)
+                    default: raw.append(UInt8(truncatingIfNeeded: generator.next()))
+                    }
+                }
+            }
+            agree(String.self, raw) { $0 }
+            agree(Int.self, raw) { $0 }
+            agree(Bool.self, raw) { $0 }
+            agree(Double.self, raw) { $0.bitPattern }
+        }
+    }
+
     @Test func itIsSmallerThanJSON() throws {
         var json = ByteBuffer()
         try JSONClusterCoder().encode(Everything(), into: &json)

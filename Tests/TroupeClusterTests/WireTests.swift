@@ -71,6 +71,29 @@ struct WireTests {
         #expect(try decoder.decode(buffer: &partial) == nil)
     }
 
+    @Test func stringsAreAcceptedExactlyWhenTheyAreValidUTF8() throws {
+        for valid in [
+            "", "a", "$s5cprof4EchoC4echoyS2SYaKFTE", "héllo wörld", "日本語", "🎭 troupe", "\u{FFFD}", "a\u{0}b",
+        ] {
+            #expect(ByteBuffer(string: valid).validUTF8String() == valid)
+        }
+        let invalid: [[UInt8]] = [
+            [0xFF], [0xC0, 0x80], [0xE2, 0x82], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x61, 0x80, 0x62],
+            Array("ok".utf8) + [0xFE],
+        ]
+        for bytes in invalid {
+            #expect(ByteBuffer(bytes: bytes).validUTF8String() == nil, "\(bytes)")
+            // And an envelope carrying such a string is malformed.
+            var frame = ByteBuffer()
+            WireEnvelope.refused(reason: "x", youAreDown: false).writeFrame(into: &frame)
+            let payload = frame.getSlice(at: 4, length: frame.readableBytes - 4)!
+            var edited = ByteBuffer(bytes: Array(payload.readableBytesView.dropLast(5)))
+            edited.writeInteger(UInt32(bytes.count), endianness: .big)
+            edited.writeBytes(bytes)
+            #expect(throws: WireError.self) { _ = try WireEnvelope.decode(edited) }
+        }
+    }
+
     @Test func versionsAndKindsAreChecked() {
         #expect(throws: WireError.unsupportedVersion(2)) { try WireEnvelope.decode(ByteBuffer(bytes: [2, 16])) }
         #expect(throws: WireError.unknownKind(99)) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 99])) }

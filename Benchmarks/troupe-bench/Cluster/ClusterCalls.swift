@@ -198,3 +198,24 @@ private func throughputRow(
     if inFlight == 64 { row.target = .rateAtLeast(100_000) }
     return row
 }
+
+/// `count` calls of echo("x"), 64 in flight from tasks on the calling node's task executor, after
+/// the same warm-up as the rows; returns how many were answered.
+func profiledCalls(_ count: Int) async throws -> Int {
+    let nodes = try await TwoNodes()
+    for _ in 0..<100 { _ = try await nodes.remote.echo("x") }
+    let remote = nodes.remote
+    let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+        for _ in 0..<64 {
+            group.addTask(executorPreference: nodes.systems[0].taskExecutor) {
+                var done = 0
+                for _ in 0..<(count / 64) where try await remote.echo("x") == "x" { done += 1 }
+                return done
+            }
+        }
+        return try await group.reduce(0, +)
+    }
+    await nodes.shutdown()
+    guard answered == count else { fatalError("\(answered) of \(count) calls answered") }
+    return answered
+}

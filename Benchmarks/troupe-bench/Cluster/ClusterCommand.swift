@@ -41,6 +41,13 @@ struct ClusterBench: ParsableCommand {
     @Flag(name: .customLong("calls-only"), help: "Only the in-process remote-call rows (no child processes).")
     var callsOnly = false
 
+    @Option(
+        name: .customLong("profile-calls"),
+        help: ArgumentHelp(
+            "Only make this many remote calls (64 in flight, from tasks on Troupe's task executor) and exit: "
+                + "for profilers. Two counts give the marginal cost of one call (scripts/cluster-instructions.sh)."))
+    var profileCalls: Int?
+
     var binary: String {
         nodeBinary ?? ProcessInfo.processInfo.environment["TROUPE_CLUSTER_NODE"] ?? ".build/release/troupe-cluster-node"
     }
@@ -50,7 +57,10 @@ struct ClusterBench: ParsableCommand {
         if let soakSeconds, soakSeconds < 1 {
             throw ValidationError("--soak-seconds needs a positive integer, got \(soakSeconds)")
         }
-        if !callsOnly && !FileManager.default.isExecutableFile(atPath: binary) {
+        if let profileCalls, profileCalls < 64 || profileCalls % 64 != 0 {
+            throw ValidationError("--profile-calls needs a positive multiple of 64, got \(profileCalls)")
+        }
+        if !callsOnly && profileCalls == nil && !FileManager.default.isExecutableFile(atPath: binary) {
             throw ValidationError(
                 "no troupe-cluster-node at \(binary): build it (swift build -c release --product troupe-cluster-node), "
                     + "pass --node-binary, or use --calls-only")
@@ -60,6 +70,7 @@ struct ClusterBench: ParsableCommand {
     func run() throws {
         // Not `runBlocking`: its deadline is for one workload, and the process rows take minutes
         // (each row fails the run on its own deadline instead).
+        if let profileCalls { return try runProfileCalls(profileCalls) }
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<[ClusterRow], any Error>?>(nil)
         Task.detached {
@@ -87,5 +98,21 @@ struct ClusterBench: ParsableCommand {
             rows.append(try await soakRow(options, binary: binary))
         }
         return rows
+    }
+}
+
+extension ClusterBench {
+    /// `--profile-calls`: two nodes, a warm-up, then `count` calls and nothing else.
+    func runProfileCalls(_ count: Int) throws {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<Int, any Error>?>(nil)
+        Task.detached {
+            let outcome: Result<Int, any Error>
+            do { outcome = .success(try await profiledCalls(count)) } catch { outcome = .failure(error) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        print("\(try result.withLock { $0! }.get()) remote calls answered")
     }
 }

@@ -36,14 +36,15 @@ public struct BinaryClusterCoder: ClusterCoder {
     public func decode<Value: Decodable>(
         _ type: Value.Type, from buffer: ByteBuffer, userInfo: [CodingUserInfoKey: any Sendable]
     ) throws -> Value {
-        if let value = Self.decodeScalar(Value.self, from: buffer) { return value }
-        var reader = buffer
-        let value = try BinaryValue.read(from: &reader, depth: 0)
-        guard reader.readableBytes == 0 else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: [], debugDescription: "\(reader.readableBytes) bytes after the value"))
+        try Self.decodeScalar(Value.self, from: buffer) {
+            var reader = buffer
+            let value = try BinaryValue.read(from: &reader, depth: 0)
+            guard reader.readableBytes == 0 else {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: [], debugDescription: "\(reader.readableBytes) bytes after the value"))
+            }
+            return try Value(from: BinaryValueDecoder(value: value, codingPath: [], userInfo: userInfo))
         }
-        return try Value(from: BinaryValueDecoder(value: value, codingPath: [], userInfo: userInfo))
     }
 }
 
@@ -55,15 +56,16 @@ extension BinaryClusterCoder {
     /// Writes `value` if it is a `String`, `Int`, `Bool` or `Double`; false otherwise.
     @inline(__always)
     static func encodeScalar<Value: Encodable>(_ value: Value, into buffer: inout ByteBuffer) -> Bool {
+        // `_identityCast`: the type is known equal, so no dynamic cast is needed.
         let scalar: BinaryValue
         if Value.self == String.self {
-            scalar = .string(value as! String)
+            scalar = .string(_identityCast(value, to: String.self))
         } else if Value.self == Int.self {
-            scalar = .int(Int64(value as! Int))
+            scalar = .int(Int64(_identityCast(value, to: Int.self)))
         } else if Value.self == Bool.self {
-            scalar = .bool(value as! Bool)
+            scalar = .bool(_identityCast(value, to: Bool.self))
         } else if Value.self == Double.self {
-            scalar = .double(value as! Double)
+            scalar = .double(_identityCast(value, to: Double.self))
         } else {
             return false
         }
@@ -71,20 +73,33 @@ extension BinaryClusterCoder {
         return true
     }
 
-    /// Reads a `String`, `Int`, `Bool` or `Double` that fills `buffer` exactly; nil for other
-    /// types and for bytes that are not exactly such a value (the full path then explains).
+    /// Reads a `String`, `Int`, `Bool` or `Double` that fills `buffer` exactly, straight from its
+    /// bytes; for other types, and for bytes that are not exactly such a value, returns what
+    /// `fullPath` returns (which explains any error).
+    ///
+    /// Returns `Value` itself rather than `Value?`: called from unspecialized generic code (the
+    /// distributed runtime's argument decoding), an optional of a type parameter would have
+    /// its metadata looked up on every call.
     @inline(__always)
-    static func decodeScalar<Value: Decodable>(_: Value.Type, from buffer: ByteBuffer) -> Value? {
-        guard
-            Value.self == String.self || Value.self == Int.self || Value.self == Bool.self
-                || Value.self == Double.self
-        else { return nil }
-        var reader = buffer
-        guard let value = try? BinaryValue.read(from: &reader, depth: BinaryClusterCoder.maximumDepth),
-            reader.readableBytes == 0
-        else { return nil }
-        if Value.self == Int.self { return value.integer(as: Int.self).map { $0 as! Value } }
-        return value.scalar(as: Value.self)
+    static func decodeScalar<Value: Decodable>(
+        _: Value.Type, from buffer: ByteBuffer, orElse fullPath: () throws -> Value
+    ) rethrows -> Value {
+        if Value.self == String.self || Value.self == Int.self || Value.self == Bool.self
+            || Value.self == Double.self, let scalar = BinaryValue.wholeScalar(in: buffer)
+        {
+            // `_identityCast`: each branch has checked that the types are equal.
+            switch scalar {
+            case .string(let string) where Value.self == String.self: return _identityCast(string, to: Value.self)
+            case .int, .uint:
+                if Value.self == Int.self, let integer = scalar.integer(as: Int.self) {
+                    return _identityCast(integer, to: Value.self)
+                }
+            case .bool(let flag) where Value.self == Bool.self: return _identityCast(flag, to: Value.self)
+            case .double(let number) where Value.self == Double.self: return _identityCast(number, to: Value.self)
+            default: break
+            }
+        }
+        return try fullPath()
     }
 }
 
@@ -123,30 +138,76 @@ enum BinaryValue {
         case .null: buffer.writeInteger(Tag.null.rawValue)
         case .bool(let value): buffer.writeInteger((value ? Tag.true : .false).rawValue)
         case .int(let value):
-            buffer.writeInteger(Tag.int.rawValue)
-            buffer.writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
-        case .uint(let value):
-            buffer.writeInteger(Tag.uint.rawValue)
-            buffer.writeVarint(value)
+            buffer.writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), tag: Tag.int.rawValue)
+        case .uint(let value): buffer.writeVarint(value, tag: Tag.uint.rawValue)
         case .double(let value):
-            buffer.writeInteger(Tag.double.rawValue)
-            buffer.writeInteger(value.bitPattern, endianness: .big)
-        case .string(let value):
-            buffer.writeInteger(Tag.string.rawValue)
-            buffer.writeBinaryString(value)
+            buffer.writeMultipleIntegers(Tag.double.rawValue, value.bitPattern, endianness: .big)
+        case .string(let value): buffer.writeBinaryString(value, tag: Tag.string.rawValue)
         case .unkeyed, .keyed:
             preconditionFailure("containers are encoded as nodes")
         }
     }
 
+    /// The one scalar that fills `buffer` exactly, read straight from its bytes in one access;
+    /// nil for a container, for anything malformed and for bytes left over (the full reader
+    /// then says what is wrong). Reads what ``read(from:depth:)`` reads, as it reads it.
+    static func wholeScalar(in buffer: ByteBuffer) -> BinaryValue? {
+        buffer.withUnsafeReadableBytes { raw -> BinaryValue? in
+            guard let first = raw.first, let tag = Tag(rawValue: first) else { return nil }
+            var index = 1
+            let value: BinaryValue
+            switch tag {
+            case .null: value = .null
+            case .false: value = .bool(false)
+            case .true: value = .bool(true)
+            case .int:
+                guard let zigzag = loadVarint(raw, at: &index) else { return nil }
+                value = .int(Int64(bitPattern: (zigzag >> 1) ^ (0 &- (zigzag & 1))))
+            case .uint:
+                guard let integer = loadVarint(raw, at: &index) else { return nil }
+                value = .uint(integer)
+            case .double:
+                guard raw.count - index >= 8 else { return nil }
+                let bits = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                index += 8
+                value = .double(Double(bitPattern: UInt64(bigEndian: bits)))
+            case .string:
+                guard let length = loadVarint(raw, at: &index), length <= UInt64(raw.count - index) else { return nil }
+                let end = index + Int(length)
+                value = .string(String(decoding: UnsafeRawBufferPointer(rebasing: raw[index..<end]), as: UTF8.self))
+                index = end
+            case .unkeyed, .keyed:
+                return nil
+            }
+            return index == raw.count ? value : nil
+        }
+    }
+
+    /// A varint at `index` (moved past it), with ``read(from:depth:)``'s limits; nil if it is
+    /// cut short or longer than 64 bits.
+    private static func loadVarint(_ raw: UnsafeRawBufferPointer, at index: inout Int) -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while index < raw.count {
+            let byte = raw[index]
+            index += 1
+            guard shift < 64, shift < 63 || byte <= 1 else { return nil }
+            result |= UInt64(byte & 0x7f) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
     /// This value as a `Bool`, `String`, `Double` or `Float` (from a Double), if it is one;
     /// nil otherwise. Shared by the `Decoder` and the direct path of ``BinaryClusterCoder``.
     func scalar<T>(as _: T.Type) -> T? {
+        // `_identityCast`: each case has checked that the types are equal.
         switch self {
-        case .bool(let bool) where T.self == Bool.self: bool as? T
-        case .string(let string) where T.self == String.self: string as? T
-        case .double(let double) where T.self == Double.self: double as? T
-        case .double(let double) where T.self == Float.self: Float(double) as? T
+        case .bool(let bool) where T.self == Bool.self: _identityCast(bool, to: T.self)
+        case .string(let string) where T.self == String.self: _identityCast(string, to: T.self)
+        case .double(let double) where T.self == Double.self: _identityCast(double, to: T.self)
+        case .double(let double) where T.self == Float.self: _identityCast(Float(double), to: T.self)
         default: nil
         }
     }
@@ -236,17 +297,52 @@ enum BinaryValue {
 }
 
 extension ByteBuffer {
-    mutating func writeVarint(_ value: UInt64) {
-        var value = value
-        while value >= 0x80 {
-            writeInteger(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
+    // Each of these is one write into the buffer: ByteBuffer checks its capacity and the
+    // exclusivity of its storage on every write, which cost more than the bytes themselves when
+    // a value was written a byte at a time.
+
+    /// `value` as a varint (7 bits a byte, low first), after `tag` if there is one.
+    mutating func writeVarint(_ value: UInt64, tag: UInt8? = nil) {
+        writeWithUnsafeMutableBytes(minimumWritableBytes: 11) { raw in
+            var index = 0
+            if let tag {
+                raw[0] = tag
+                index = 1
+            }
+            var value = value
+            while value >= 0x80 {
+                raw[index] = UInt8(truncatingIfNeeded: value) | 0x80
+                index += 1
+                value >>= 7
+            }
+            raw[index] = UInt8(value)
+            return index + 1
         }
-        writeInteger(UInt8(value))
     }
 
-    mutating func writeBinaryString(_ string: String) {
-        writeVarint(UInt64(string.utf8.count))
-        writeString(string)
+    /// `string`'s UTF-8 byte count as a varint, then the bytes, after `tag` if there is one.
+    mutating func writeBinaryString(_ string: String, tag: UInt8? = nil) {
+        var string = string
+        string.withUTF8 { utf8 in
+            writeWithUnsafeMutableBytes(minimumWritableBytes: 11 + utf8.count) { raw in
+                var index = 0
+                if let tag {
+                    raw[0] = tag
+                    index = 1
+                }
+                var count = UInt64(utf8.count)
+                while count >= 0x80 {
+                    raw[index] = UInt8(truncatingIfNeeded: count) | 0x80
+                    index += 1
+                    count >>= 7
+                }
+                raw[index] = UInt8(count)
+                index += 1
+                if let base = utf8.baseAddress {
+                    (raw.baseAddress! + index).copyMemory(from: base, byteCount: utf8.count)
+                }
+                return index + utf8.count
+            }
+        }
     }
 }

@@ -145,7 +145,11 @@ extension ClusterSystem {
     /// binary coder's common scalars (`String`, `Int`, `Bool`, `Double`) need no `userInfo`, so
     /// their calls skip making the dictionary.
     func decodeValue<Value: Decodable>(_ type: Value.Type, from bytes: ByteBuffer) throws -> Value {
-        if usesBinaryCoder, let value = BinaryClusterCoder.decodeScalar(Value.self, from: bytes) { return value }
-        return try settings.coder.decode(Value.self, from: bytes, userInfo: [.actorSystemKey: self])
+        guard usesBinaryCoder else {
+            return try settings.coder.decode(Value.self, from: bytes, userInfo: [.actorSystemKey: self])
+        }
+        return try BinaryClusterCoder.decodeScalar(Value.self, from: bytes) {
+            try settings.coder.decode(Value.self, from: bytes, userInfo: [.actorSystemKey: self])
+        }
     }
 }

@@ -137,55 +137,61 @@ extension WireEnvelope {
     }
 
     func write(into buffer: inout ByteBuffer) {
-        buffer.writeInteger(Self.version)
         switch self {
         case .hello(let hello):
-            buffer.writeInteger(Kind.hello.rawValue)
+            buffer.writeHeader(.hello)
             buffer.writeWireString(hello.clusterName)
             buffer.writeMember(hello.from)
             buffer.writeBytes(hello.nonce)
         case .challenge(let challenge):
-            buffer.writeInteger(Kind.challenge.rawValue)
+            buffer.writeHeader(.challenge)
             buffer.writeMember(challenge.from)
             buffer.writeBytes(challenge.nonce)
             buffer.writeBytes(challenge.proof)
         case .proof(let proof):
-            buffer.writeInteger(Kind.proof.rawValue)
+            buffer.writeHeader(.proof)
             buffer.writeBytes(proof.proof)
         case .refused(let reason, let youAreDown):
-            buffer.writeInteger(Kind.refused.rawValue)
+            buffer.writeHeader(.refused)
             buffer.writeInteger(youAreDown ? UInt8(1) : 0)
             buffer.writeWireString(reason)
         case .invocation(let invocation):
-            buffer.writeInteger(Kind.invocation.rawValue)
-            buffer.writeInteger(invocation.callID, endianness: .big)
-            buffer.writeInteger(invocation.recipientUID, endianness: .big)
-            buffer.writeInteger(invocation.recipientNumber, endianness: .big)
+            // The fixed fields in one write (see `ByteBuffer.writeVarint(_:tag:)` for why).
+            buffer.writeMultipleIntegers(
+                Self.version, Kind.invocation.rawValue, invocation.callID, invocation.recipientUID,
+                invocation.recipientNumber, endianness: .big)
             buffer.writeWireString(invocation.target)
-            buffer.writeInteger(UInt16(invocation.genericSubstitutions.count), endianness: .big)
-            for name in invocation.genericSubstitutions { buffer.writeWireString(name) }
-            buffer.writeInteger(UInt16(invocation.arguments.count), endianness: .big)
+            if invocation.genericSubstitutions.isEmpty {
+                buffer.writeMultipleIntegers(UInt16(0), UInt16(invocation.arguments.count), endianness: .big)
+            } else {
+                buffer.writeInteger(UInt16(invocation.genericSubstitutions.count), endianness: .big)
+                for name in invocation.genericSubstitutions { buffer.writeWireString(name) }
+                buffer.writeInteger(UInt16(invocation.arguments.count), endianness: .big)
+            }
             for argument in invocation.arguments { buffer.writeWireBytes(argument) }
         case .reply(let reply):
-            buffer.writeInteger(Kind.reply.rawValue)
-            buffer.writeInteger(reply.callID, endianness: .big)
+            let outcome: UInt8
+            switch reply.outcome {
+            case .value: outcome = 0
+            case .void: outcome = 1
+            case .failure: outcome = 2
+            }
+            buffer.writeMultipleIntegers(Self.version, Kind.reply.rawValue, reply.callID, outcome, endianness: .big)
             switch reply.outcome {
             case .value(let bytes):
-                buffer.writeInteger(UInt8(0))
                 buffer.writeWireBytes(bytes)
             case .void:
-                buffer.writeInteger(UInt8(1))
+                break
             case .failure(let failure):
-                buffer.writeInteger(UInt8(2))
                 buffer.writeInteger(failure.code.rawValue)
                 buffer.writeWireString(failure.typeName)
                 buffer.writeWireString(failure.message)
             }
         case .membership(let message):
-            buffer.writeInteger(Kind.membership.rawValue)
+            buffer.writeHeader(.membership)
             buffer.writeSWIM(message)
         case .receptionist(let update):
-            buffer.writeInteger(Kind.receptionist.rawValue)
+            buffer.writeHeader(.receptionist)
             buffer.writeInteger(update.operation.rawValue)
             buffer.writeInteger(UInt16(update.entries.count), endianness: .big)
             for entry in update.entries {
@@ -193,16 +199,16 @@ extension WireEnvelope {
                 buffer.writeInteger(entry.actorNumber, endianness: .big)
             }
         case .watch(let number):
-            buffer.writeInteger(Kind.watch.rawValue)
+            buffer.writeHeader(.watch)
             buffer.writeInteger(number, endianness: .big)
         case .unwatch(let number):
-            buffer.writeInteger(Kind.unwatch.rawValue)
+            buffer.writeHeader(.unwatch)
             buffer.writeInteger(number, endianness: .big)
         case .terminated(let number):
-            buffer.writeInteger(Kind.terminated.rawValue)
+            buffer.writeHeader(.terminated)
             buffer.writeInteger(number, endianness: .big)
         case .leaving:
-            buffer.writeInteger(Kind.leaving.rawValue)
+            buffer.writeHeader(.leaving)
         }
     }
 }
@@ -252,6 +258,13 @@ extension ByteBuffer {
     }
 }
 
+extension ByteBuffer {
+    /// The version and the kind, in one write.
+    fileprivate mutating func writeHeader(_ kind: WireEnvelope.Kind) {
+        writeMultipleIntegers(WireEnvelope.version, kind.rawValue)
+    }
+}
+
 // MARK: - Decoding
 
 extension WireEnvelope {
@@ -271,9 +284,8 @@ extension WireEnvelope {
     }
 
     private static func decode(from reader: inout WireReader) throws -> WireEnvelope {
-        let version = try reader.u8("version")
+        let (version, rawKind) = try reader.header()
         guard version == Self.version else { throw WireError.unsupportedVersion(version) }
-        let rawKind = try reader.u8("kind")
         guard let kind = Kind(rawValue: rawKind) else { throw WireError.unknownKind(rawKind) }
         switch kind {
         case .hello:
@@ -293,9 +305,7 @@ extension WireEnvelope {
             guard flag <= 1 else { throw WireError.malformed("refusal flag \(flag)") }
             return .refused(reason: try reader.string("reason"), youAreDown: flag == 1)
         case .invocation:
-            let callID = try reader.u64("call id")
-            let uid = try reader.u64("recipient uid")
-            let number = try reader.u64("recipient number")
+            let (callID, uid, number) = try reader.threeU64("call id, recipient uid and number")
             let target = try reader.string("target")
             var substitutions: [String] = []
             for _ in 0..<(try reader.count("generic substitutions")) {
