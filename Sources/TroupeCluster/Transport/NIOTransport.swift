@@ -144,16 +144,23 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
     /// 8, 16 and 32 measured alike with 64 and 1,024 calls in flight (within this VM's noise);
     /// 16 still splits a burst of 32 in two.
     static let framesPerBurstFlush = 16
+    /// The small frames of a burst (and of an outbox), copied into one buffer that is written
+    /// with one `write` when they are flushed: a write through the channel's pipeline cost ~2,400
+    /// instructions per frame (callgrind), copying a frame of a call or a reply a few hundred.
+    /// Frames larger than ``coalescedFrameLimit`` are written as they are, after what was
+    /// gathered before them. Event loop only.
+    private var coalesced = ByteBuffer()
+    static let coalescedFrameLimit = 4096
 
     func send(_ frame: ByteBuffer) {
         guard !stopped.isSet else { return }
         if channel.eventLoop.inEventLoop {
             if readingBurst {
-                channel.write(frame, promise: nil)
+                write(frame)
                 unflushed += 1
                 if unflushed == Self.framesPerBurstFlush {
                     unflushed = 0
-                    channel.flush()
+                    flushWritten()
                 }
                 return
             }
@@ -177,7 +184,31 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
             }
             return outbox.frames
         }
-        for frame in frames { channel.write(frame, promise: nil) }
+        if frames.count == 1 { return channel.writeAndFlush(frames[0], promise: nil) }
+        for frame in frames { write(frame) }
+        flushWritten()
+    }
+
+    /// Gathers a small frame, or writes a large one after what was gathered. Event loop.
+    private func write(_ frame: ByteBuffer) {
+        guard frame.readableBytes <= Self.coalescedFrameLimit else {
+            writeCoalesced()
+            return channel.write(frame, promise: nil)
+        }
+        coalesced.writeImmutableBuffer(frame)
+    }
+
+    /// Writes the gathered frames as one buffer. Event loop.
+    private func writeCoalesced() {
+        guard coalesced.readableBytes > 0 else { return }
+        channel.write(coalesced, promise: nil)
+        // The channel holds the written bytes until the socket takes them: start a new buffer.
+        coalesced = channel.allocator.buffer(capacity: 1024)
+    }
+
+    /// Writes what was gathered and flushes everything written. Event loop.
+    private func flushWritten() {
+        writeCoalesced()
         channel.flush()
     }
 
@@ -186,7 +217,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
         if channel.eventLoop.inEventLoop && unflushed > 0 {
             // Frames written in this read burst (a refusal, say) go out before the close.
             unflushed = 0
-            channel.flush()
+            flushWritten()
         }
         channel.close(promise: nil)
     }
@@ -202,7 +233,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
         readingBurst = false
         if unflushed > 0 {
             unflushed = 0
-            channel.flush()
+            flushWritten()
         }
     }
 
