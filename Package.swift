@@ -110,6 +110,7 @@ let package = Package(
             dependencies: [
                 "TroupeCluster", "TroupeClusterMembership", "Troupe", "TroupeTestSupport", "troupe-cluster-node",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
