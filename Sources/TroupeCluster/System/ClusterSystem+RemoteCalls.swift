@@ -48,11 +48,20 @@ extension ClusterSystem {
     /// Sends the invocation and waits for its reply, at most ``ClusterSettings/callTimeout``
     /// (measured on the actor system's timer). Cancelling the calling task fails the call with
     /// `CancellationError` (the remote node may still run it).
-    private func call(
+    ///
+    /// `nonisolated(nonsending)`: it runs on the caller's executor, as the helpers below do, so
+    /// entering and leaving it switches no executor (each switch asks the runtime for the task's
+    /// preferred executor, under a lock, when the caller runs on Troupe's task executor).
+    nonisolated(nonsending) private func call(
         _ recipient: ClusterActorID, target: RemoteCallTarget, invocation: ClusterInvocationEncoder
     ) async throws -> WireEnvelope.Reply.Outcome {
         guard !shutDown else { throw ClusterCallError.systemShutDown }
-        let association = try await association(to: recipient.node)
+        let association: Association
+        if let current = currentAssociation(to: recipient.node) {
+            association = current
+        } else {
+            association = try await self.association(to: recipient.node)
+        }
         let callID = nextCallID.wrappingAdd(1, ordering: .relaxed).newValue
         let envelope = WireEnvelope.invocation(
             WireEnvelope.Invocation(
