@@ -2,8 +2,10 @@
 # Instructions per TroupeCluster remote call, from valgrind's callgrind: a figure that does not
 # drift with this VM's load, unlike calls per second (which moved ±30 % and more between runs).
 #
-# Usage: scripts/cluster-instructions.sh [TROUPE_BENCH]
+# Usage: scripts/cluster-instructions.sh [--global-executor] [TROUPE_BENCH]
 #   TROUPE_BENCH: a troupe-bench binary to measure (default: build Benchmarks' release one).
+#   --global-executor: the calling tasks run on Swift's global executor (default: on the calling
+#   node's Troupe task executor, as a ClusterActor's calls do).
 #
 # Runs `troupe-bench cluster --profile-calls N` (two nodes in one process over loopback TCP, 64
 # calls in flight from tasks on the calling node's task executor) under callgrind at two counts.
@@ -18,6 +20,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 
+flags=()
+if [ "${1:-}" = --global-executor ]; then
+    flags=(--profile-global-executor)
+    shift
+fi
 bench=${1:-}
 if [ -z "$bench" ]; then
     swift build --package-path Benchmarks -c release --product troupe-bench >&2
@@ -32,7 +39,7 @@ large=3200
 declare -A total
 for calls in $small $large; do
     SWIFT_BACKTRACE=enable=no valgrind --tool=callgrind --callgrind-out-file="$work/$calls.out" \
-        "$work/troupe-bench" cluster --profile-calls "$calls" </dev/null >"$work/$calls.log" 2>&1 || {
+        "$work/troupe-bench" cluster --profile-calls "$calls" "${flags[@]}" </dev/null >"$work/$calls.log" 2>&1 || {
         echo "valgrind failed at $calls calls; its log:" >&2
         tail -20 "$work/$calls.log" >&2
         exit 1
@@ -41,7 +48,7 @@ for calls in $small $large; do
 done
 per_call=$(((total[$large] - total[$small]) / (large - small)))
 echo "# scripts/cluster-instructions.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
-echo "# troupe-bench cluster --profile-calls $small and $large under callgrind"
+echo "# troupe-bench cluster --profile-calls $small and $large ${flags[*]} under callgrind"
 echo "instructions at $small calls: ${total[$small]}"
 echo "instructions at $large calls: ${total[$large]}"
 echo "instructions per remote call (both nodes, user space): $per_call"

@@ -199,15 +199,16 @@ private func throughputRow(
     return row
 }
 
-/// `count` calls of echo("x"), 64 in flight from tasks on the calling node's task executor, after
-/// the same warm-up as the rows; returns how many were answered.
-func profiledCalls(_ count: Int) async throws -> Int {
+/// `count` calls of echo("x"), 64 in flight from tasks on the calling node's task executor (or
+/// on Swift's global executor), after the same warm-up as the rows; returns how many were
+/// answered.
+func profiledCalls(_ count: Int, onGlobalExecutor: Bool) async throws -> Int {
     let nodes = try await TwoNodes()
     for _ in 0..<100 { _ = try await nodes.remote.echo("x") }
     let remote = nodes.remote
     let answered = try await withThrowingTaskGroup(of: Int.self) { group in
         for _ in 0..<64 {
-            group.addTask(executorPreference: nodes.systems[0].taskExecutor) {
+            group.addTask(executorPreference: onGlobalExecutor ? nil : nodes.systems[0].taskExecutor) {
                 var done = 0
                 for _ in 0..<(count / 64) where try await remote.echo("x") == "x" { done += 1 }
                 return done

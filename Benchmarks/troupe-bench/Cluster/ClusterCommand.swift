@@ -48,6 +48,11 @@ struct ClusterBench: ParsableCommand {
                 + "for profilers. Two counts give the marginal cost of one call (scripts/cluster-instructions.sh)."))
     var profileCalls: Int?
 
+    @Flag(
+        name: .customLong("profile-global-executor"),
+        help: "With --profile-calls: the calling tasks run on Swift's global executor instead.")
+    var profileGlobalExecutor = false
+
     var binary: String {
         nodeBinary ?? ProcessInfo.processInfo.environment["TROUPE_CLUSTER_NODE"] ?? ".build/release/troupe-cluster-node"
     }
@@ -70,7 +75,7 @@ struct ClusterBench: ParsableCommand {
     func run() throws {
         // Not `runBlocking`: its deadline is for one workload, and the process rows take minutes
         // (each row fails the run on its own deadline instead).
-        if let profileCalls { return try runProfileCalls(profileCalls) }
+        if let profileCalls { return try runProfileCalls(profileCalls, onGlobalExecutor: profileGlobalExecutor) }
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<[ClusterRow], any Error>?>(nil)
         Task.detached {
@@ -103,12 +108,16 @@ struct ClusterBench: ParsableCommand {
 
 extension ClusterBench {
     /// `--profile-calls`: two nodes, a warm-up, then `count` calls and nothing else.
-    func runProfileCalls(_ count: Int) throws {
+    func runProfileCalls(_ count: Int, onGlobalExecutor: Bool) throws {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<Int, any Error>?>(nil)
         Task.detached {
             let outcome: Result<Int, any Error>
-            do { outcome = .success(try await profiledCalls(count)) } catch { outcome = .failure(error) }
+            do {
+                outcome = .success(try await profiledCalls(count, onGlobalExecutor: onGlobalExecutor))
+            } catch {
+                outcome = .failure(error)
+            }
             result.withLock { $0 = outcome }
             done.signal()
         }
