@@ -21,7 +21,17 @@ struct WireTests {
                 .init(
                     callID: 7, recipientUID: 42, recipientNumber: 3, target: "$s4Main7GreeterC5greetyS2SF",
                     genericSubstitutions: ["Si"], arguments: [ByteBuffer(string: "\"Ada\""), ByteBuffer()])),
+            .invocation(
+                .init(
+                    callID: .max, recipientUID: 1 << 63, recipientNumber: 0, target: "$s4Main7GreeterC5greetyS2SF",
+                    genericSubstitutions: [],
+                    arguments: [ByteBuffer(string: "Ada"), ByteBuffer(), ByteBuffer(repeating: 7, count: 300)])),
+            .invocation(
+                .init(
+                    callID: 0, recipientUID: 2, recipientNumber: 9, target: "", genericSubstitutions: [], arguments: [])
+            ),
             .reply(.init(callID: 7, outcome: .value(ByteBuffer(string: "\"Hello\"")))),
+            .reply(.init(callID: 6, outcome: .value(ByteBuffer()))),
             .reply(.init(callID: 8, outcome: .void)),
             .reply(.init(callID: 9, outcome: .failure(.init(code: .thrown, typeName: "E", message: "m")))),
             .membership(
@@ -53,6 +63,13 @@ struct WireTests {
             default: break
             }
             if bounded { #expect(frame.readableBytes <= envelope.frameCapacity, "\(envelope)") }
+            // Calls and replies take a path of their own (one raw write): the same bytes as the
+            // general writer's, behind the same length prefix.
+            var general = ByteBuffer()
+            general.writeInteger(UInt32(0), endianness: .big)
+            envelope.write(into: &general)
+            general.setInteger(UInt32(general.readableBytes - 4), at: 0, endianness: .big)
+            #expect(frame == general, "\(envelope)")
         }
     }
 

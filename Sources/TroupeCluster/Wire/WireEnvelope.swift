@@ -107,6 +107,7 @@ enum WireEnvelope: Sendable, Equatable {
 extension WireEnvelope {
     /// Appends this envelope as one frame (length prefix included) to `buffer`.
     func writeFrame(into buffer: inout ByteBuffer) {
+        if writeCallFrame(into: &buffer) { return }
         let lengthIndex = buffer.writerIndex
         buffer.writeInteger(UInt32(0), endianness: .big)
         write(into: &buffer)
@@ -127,6 +128,72 @@ extension WireEnvelope {
             return 64
         default:
             return 64
+        }
+    }
+
+    /// The frame of a call without generic substitutions, or of a reply with a value or none,
+    /// in one write of raw bytes (the same bytes `write(into:)` makes): every separate write
+    /// into a `ByteBuffer` checks its capacity and the exclusivity of its storage, and NIO's
+    /// `writeMultipleIntegers` wrote its integers one at a time. False for the other envelopes.
+    private func writeCallFrame(into buffer: inout ByteBuffer) -> Bool {
+        switch self {
+        case .invocation(let invocation) where invocation.genericSubstitutions.isEmpty:
+            var target = invocation.target
+            return target.withUTF8 { name in
+                var size = 4 + 2 + 24 + 4 + name.count + 4
+                for argument in invocation.arguments { size += 4 + argument.readableBytes }
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
+                    var out = RawWriter(raw)
+                    out.u32(UInt32(size - 4))
+                    out.u8(Self.version)
+                    out.u8(Kind.invocation.rawValue)
+                    out.u64(invocation.callID)
+                    out.u64(invocation.recipientUID)
+                    out.u64(invocation.recipientNumber)
+                    out.u32(UInt32(name.count))
+                    out.bytes(UnsafeRawBufferPointer(name))
+                    out.u16(0)
+                    out.u16(UInt16(invocation.arguments.count))
+                    for argument in invocation.arguments {
+                        out.u32(UInt32(argument.readableBytes))
+                        argument.withUnsafeReadableBytes { out.bytes($0) }
+                    }
+                    return out.written
+                }
+                return true
+            }
+        case .reply(let reply):
+            switch reply.outcome {
+            case .value(let bytes):
+                let size = 4 + 2 + 8 + 1 + 4 + bytes.readableBytes
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
+                    var out = RawWriter(raw)
+                    out.u32(UInt32(size - 4))
+                    out.u8(Self.version)
+                    out.u8(Kind.reply.rawValue)
+                    out.u64(reply.callID)
+                    out.u8(0)
+                    out.u32(UInt32(bytes.readableBytes))
+                    bytes.withUnsafeReadableBytes { out.bytes($0) }
+                    return out.written
+                }
+                return true
+            case .void:
+                buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 15) { raw in
+                    var out = RawWriter(raw)
+                    out.u32(11)
+                    out.u8(Self.version)
+                    out.u8(Kind.reply.rawValue)
+                    out.u64(reply.callID)
+                    out.u8(1)
+                    return out.written
+                }
+                return true
+            case .failure:
+                return false
+            }
+        default:
+            return false
         }
     }
 
@@ -255,6 +322,37 @@ extension ByteBuffer {
                 writeInteger(UInt8(3))
             }
         }
+    }
+}
+
+/// Big-endian integers and bytes stored one after another into memory that was reserved for
+/// exactly them (the caller computed the size).
+private struct RawWriter {
+    let base: UnsafeMutableRawPointer
+    private(set) var written = 0
+
+    init(_ raw: UnsafeMutableRawBufferPointer) { base = raw.baseAddress! }
+
+    mutating func u8(_ value: UInt8) {
+        base.storeBytes(of: value, toByteOffset: written, as: UInt8.self)
+        written += 1
+    }
+    mutating func u16(_ value: UInt16) {
+        base.storeBytes(of: value.bigEndian, toByteOffset: written, as: UInt16.self)
+        written += 2
+    }
+    mutating func u32(_ value: UInt32) {
+        base.storeBytes(of: value.bigEndian, toByteOffset: written, as: UInt32.self)
+        written += 4
+    }
+    mutating func u64(_ value: UInt64) {
+        base.storeBytes(of: value.bigEndian, toByteOffset: written, as: UInt64.self)
+        written += 8
+    }
+    mutating func bytes(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress else { return }
+        (base + written).copyMemory(from: source, byteCount: bytes.count)
+        written += bytes.count
     }
 }
 
