@@ -34,8 +34,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 strip -g -o "$work/troupe-bench" "$bench"
 
-small=640
-large=3200
+small=1280
+large=9600
 declare -A total
 for calls in $small $large; do
     SWIFT_BACKTRACE=enable=no valgrind --tool=callgrind --callgrind-out-file="$work/$calls.out" \

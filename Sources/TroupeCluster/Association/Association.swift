@@ -33,6 +33,10 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     /// to a simultaneous connection, or its peer is down); it closes a little later.
     let retired = Atomic<Bool>(false)
     private var handshakeDeadline: ScheduledAction?
+    /// The target of the last call received, and what it resolved to: calls in a row to the
+    /// same method (the common case) compare the name instead of locking the table and hashing
+    /// it. Touched only in the delivery sequence, as `state`.
+    private var lastResolved: (name: String, target: ResolvedTarget)?
     private let allocator = ByteBufferAllocator()
 
     init(connection: any ClusterConnection, role: Role, system: ClusterSystem) {
@@ -67,6 +71,14 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     }
 
     func close() { connection.close() }
+
+    /// `table.lookup(name)`, remembered for the next call to the same name. Delivery sequence only.
+    func lastTarget(named name: String, in table: DistributedTargetTable) -> DistributedTargetTable.Lookup {
+        if let last = lastResolved, last.name == name { return .resolved(last.target) }
+        let lookup = table.lookup(name)
+        if case .resolved(let target) = lookup { lastResolved = (name, target) }
+        return lookup
+    }
 
     // MARK: ClusterConnectionHandler
 

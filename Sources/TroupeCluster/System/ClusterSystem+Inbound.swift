@@ -43,7 +43,7 @@ extension ClusterSystem {
         metrics.invocationsReceived.increment()
         let handler = ClusterResultHandler(system: self, callID: invocation.callID, association: association)
         var decoder = ClusterInvocationDecoder(system: self, invocation: invocation)
-        if case .resolved(let target) = targets.lookup(invocation.target) {
+        if case .resolved(let target) = association.lastTarget(named: invocation.target, in: targets) {
             Task(executorPreference: actorSystem.taskExecutor) {
                 await target.execute(on: actor, decoder: &decoder, handler: handler)
             }
