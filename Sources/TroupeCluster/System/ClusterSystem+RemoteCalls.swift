@@ -49,9 +49,10 @@ extension ClusterSystem {
     /// (measured on the actor system's timer). Cancelling the calling task fails the call with
     /// `CancellationError` (the remote node may still run it).
     ///
-    /// `nonisolated(nonsending)`: it runs on the caller's executor, as the helpers below do, so
-    /// entering and leaving it switches no executor (each switch asks the runtime for the task's
-    /// preferred executor, under a lock, when the caller runs on Troupe's task executor).
+    /// `nonisolated(nonsending)`: it runs on the caller's executor (as the cancellation handler
+    /// and the continuation inside it do), so entering and leaving it switches no executor; each
+    /// switch asks the runtime for the task's preferred executor, under a lock, when the caller
+    /// runs on Troupe's task executor.
     nonisolated(nonsending) private func call(
         _ recipient: ClusterActorID, target: RemoteCallTarget, invocation: ClusterInvocationEncoder
     ) async throws -> WireEnvelope.Reply.Outcome {

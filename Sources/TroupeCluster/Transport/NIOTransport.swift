@@ -7,9 +7,9 @@ import Synchronization
     import Glibc
 #endif
 
-/// TCP over SwiftNIO: one listening socket, `TCP_NODELAY` connections, frames split by
-/// one handler per connection (`NIOFrameHandler`). Owns its event loops (`threads`, default 1: on a small machine the
-/// cluster's I/O should not compete with Troupe's workers for cores).
+/// TCP over SwiftNIO: one listening socket, `TCP_NODELAY` connections, frames split by one
+/// handler per connection (`NIOFrameHandler`). Owns its event loops (`threads`, default 1: on a
+/// small machine the cluster's I/O should not compete with Troupe's workers for cores).
 public final class NIOTransport: ClusterTransport {
     private let group: MultiThreadedEventLoopGroup
     private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
