@@ -304,19 +304,7 @@ extension ByteBuffer {
     /// `value` as a varint (7 bits a byte, low first), after `tag` if there is one.
     mutating func writeVarint(_ value: UInt64, tag: UInt8? = nil) {
         writeWithUnsafeMutableBytes(minimumWritableBytes: 11) { raw in
-            var index = 0
-            if let tag {
-                raw[0] = tag
-                index = 1
-            }
-            var value = value
-            while value >= 0x80 {
-                raw[index] = UInt8(truncatingIfNeeded: value) | 0x80
-                index += 1
-                value >>= 7
-            }
-            raw[index] = UInt8(value)
-            return index + 1
+            Self.storeTagAndVarint(tag, value, into: raw)
         }
     }
 
@@ -325,24 +313,32 @@ extension ByteBuffer {
         var string = string
         string.withUTF8 { utf8 in
             writeWithUnsafeMutableBytes(minimumWritableBytes: 11 + utf8.count) { raw in
-                var index = 0
-                if let tag {
-                    raw[0] = tag
-                    index = 1
-                }
-                var count = UInt64(utf8.count)
-                while count >= 0x80 {
-                    raw[index] = UInt8(truncatingIfNeeded: count) | 0x80
-                    index += 1
-                    count >>= 7
-                }
-                raw[index] = UInt8(count)
-                index += 1
+                let index = Self.storeTagAndVarint(tag, UInt64(utf8.count), into: raw)
                 if let base = utf8.baseAddress {
                     (raw.baseAddress! + index).copyMemory(from: base, byteCount: utf8.count)
                 }
                 return index + utf8.count
             }
         }
+    }
+
+    /// Stores `tag` (if any) and `value` as a varint (7 bits a byte, low first) at the start of
+    /// `raw`, which has room for 11 bytes; returns how many it stored.
+    private static func storeTagAndVarint(
+        _ tag: UInt8?, _ value: UInt64, into raw: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        var index = 0
+        if let tag {
+            raw[0] = tag
+            index = 1
+        }
+        var value = value
+        while value >= 0x80 {
+            raw[index] = UInt8(truncatingIfNeeded: value) | 0x80
+            index += 1
+            value >>= 7
+        }
+        raw[index] = UInt8(value)
+        return index + 1
     }
 }

@@ -144,9 +144,7 @@ extension WireEnvelope {
                 for argument in invocation.arguments { size += 4 + argument.readableBytes }
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
                     var out = RawWriter(raw)
-                    out.u32(UInt32(size - 4))
-                    out.u8(Self.version)
-                    out.u8(Kind.invocation.rawValue)
+                    out.frameHeader(frameSize: size, kind: .invocation)
                     out.u64(invocation.callID)
                     out.u64(invocation.recipientUID)
                     out.u64(invocation.recipientNumber)
@@ -168,9 +166,7 @@ extension WireEnvelope {
                 let size = 4 + 2 + 8 + 1 + 4 + bytes.readableBytes
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
                     var out = RawWriter(raw)
-                    out.u32(UInt32(size - 4))
-                    out.u8(Self.version)
-                    out.u8(Kind.reply.rawValue)
+                    out.frameHeader(frameSize: size, kind: .reply)
                     out.u64(reply.callID)
                     out.u8(0)
                     out.u32(UInt32(bytes.readableBytes))
@@ -181,9 +177,7 @@ extension WireEnvelope {
             case .void:
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 15) { raw in
                     var out = RawWriter(raw)
-                    out.u32(11)
-                    out.u8(Self.version)
-                    out.u8(Kind.reply.rawValue)
+                    out.frameHeader(frameSize: 15, kind: .reply)
                     out.u64(reply.callID)
                     out.u8(1)
                     return out.written
@@ -332,6 +326,13 @@ private struct RawWriter {
     private(set) var written = 0
 
     init(_ raw: UnsafeMutableRawBufferPointer) { base = raw.baseAddress! }
+
+    /// A frame's length prefix (the frame's size less the prefix), the version and the kind.
+    mutating func frameHeader(frameSize: Int, kind: WireEnvelope.Kind) {
+        u32(UInt32(frameSize - 4))
+        u8(WireEnvelope.version)
+        u8(kind.rawValue)
+    }
 
     mutating func u8(_ value: UInt8) {
         base.storeBytes(of: value, toByteOffset: written, as: UInt8.self)
