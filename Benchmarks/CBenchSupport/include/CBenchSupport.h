@@ -39,6 +39,13 @@ int64_t CBenchSupport_peak_rss_bytes(void);
 /// The current resident set (VmRSS of /proc/self/status) in bytes, or -1.
 int64_t CBenchSupport_rss_bytes(void);
 
+/// The calling thread's kernel id (gettid).
+int CBenchSupport_thread_id(void);
+
+/// Lets thread `tid` of this process run only on CPU `cpu`, or on every online CPU when `cpu`
+/// is negative (sched_setaffinity). Returns 0, or the errno that says why not.
+int CBenchSupport_place_thread(int tid, int cpu);
+
 /// CLOCK_MONOTONIC in nanoseconds (vDSO, ~20 ns): the latency probes' clock.
 static inline uint64_t CBenchSupport_now_ns(void) {
     struct timespec now;

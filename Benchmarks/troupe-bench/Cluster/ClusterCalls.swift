@@ -25,6 +25,8 @@ private struct LocalEcho: ActorDefinition {
 struct TwoNodes {
     let systems: [ActorSystem]
     let clusters: [ClusterSystem]
+    /// Each node's event-loop threads (its transport's).
+    let eventLoopThreads: [Set<Int32>]
     let echo: BenchEcho
     let remote: BenchEcho
 
@@ -34,19 +36,31 @@ struct TwoNodes {
         systems = (0..<2).map { index in
             ActorSystem(configuration: .init(name: "node\(index)", workerCount: 1, pinWorkers: false, logger: logger))
         }
-        let first = try await ClusterSystem(
-            settings: ClusterSettings(secret: benchSecret, callTimeout: .seconds(60), logger: logger),
-            actorSystem: systems[0])
-        let second = try await ClusterSystem(
-            settings: ClusterSettings(
-                seeds: [(first.node.host, first.node.port)], secret: benchSecret, callTimeout: .seconds(60),
-                logger: logger),
-            actorSystem: systems[1])
+        let (first, firstThreads) = try await ThreadPlacement.eventLoopThreads { [systems] in
+            try await ClusterSystem(
+                settings: ClusterSettings(secret: benchSecret, callTimeout: .seconds(60), logger: logger),
+                actorSystem: systems[0])
+        }
+        let (second, secondThreads) = try await ThreadPlacement.eventLoopThreads { [systems] in
+            try await ClusterSystem(
+                settings: ClusterSettings(
+                    seeds: [(first.node.host, first.node.port)], secret: benchSecret, callTimeout: .seconds(60),
+                    logger: logger),
+                actorSystem: systems[1])
+        }
         clusters = [first, second]
+        eventLoopThreads = [firstThreads, secondThreads]
         echo = BenchEcho(actorSystem: second)
         remote = try BenchEcho.resolve(id: echo.id, using: first)
         // The first call dials and handshakes; the rows measure established associations.
         _ = try await remote.echo("warm-up")
+    }
+
+    /// The calling node's event loop on `sides.caller`, the answering node's on `sides.callee`;
+    /// nil: anywhere.
+    func placeEventLoops(_ sides: (caller: Int, callee: Int)?) throws(ThreadPlacement.PlacementError) {
+        try ThreadPlacement.place(eventLoopThreads[0], on: sides?.caller)
+        try ThreadPlacement.place(eventLoopThreads[1], on: sides?.callee)
     }
 
     func shutdown() async {
@@ -71,7 +85,8 @@ func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
     rows.append(
         ClusterRow(
             section: .latency, name: "Raw NIO round trip, 64 B (event-loop callbacks)",
-            note: "a handler echoes; the client's handler sends the next on its event loop", histogram: rawLoop))
+            note: "a handler echoes; the client's handler sends the next on its event loop; event loops unpinned",
+            histogram: rawLoop))
     // A local ask, for scale.
     clusterProgress("local asks")
     let local = ActorSystem(configuration: .init(name: "local", workerCount: 1, pinWorkers: false))
@@ -91,8 +106,27 @@ func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
             histogram: localHistogram))
 
     // Remote calls. The 64 B row and the awaited raw NIO row it is held against are measured
-    // in alternating blocks, so this VM's drift (±30% between runs) touches both alike.
+    // in alternating blocks, so this VM's drift (±30% between runs) touches both alike, with
+    // both forms' event loops on the same CPUs (ThreadPlacement.swift: left to the scheduler,
+    // each form lands in a fast or a slow mode from run to run on its own).
     let nodes = try await TwoNodes()
+    var sides = options.pinEventLoops ? ThreadPlacement.sides : nil
+    var placement =
+        sides.map { "; event loops pinned: caller's CPU \($0.caller), answerer's CPU \($0.callee)" }
+        ?? "; event loops unpinned"
+    do {
+        if sides != nil {
+            try await raw.placeEventLoops(sides)
+            try nodes.placeEventLoops(sides)
+        }
+    } catch {
+        // Measured unpinned instead, and the rows say why.
+        try? await raw.placeEventLoops(nil)
+        try? nodes.placeEventLoops(nil)
+        sides = nil
+        placement = "; event loops unpinned (pinning failed: \(error))"
+    }
+    for _ in 0..<200 { try await raw.awaitedRound() }
     let text64 = String(repeating: "a", count: 64)
     for _ in 0..<100 { _ = try await nodes.remote.echo(text64) }
     var rawAwaited = makeLatencyHistogram()
@@ -120,12 +154,13 @@ func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
         ClusterRow(
             section: .latency, name: "Raw NIO round trip, 64 B (awaited from a task)",
             note: "a task awaits a promise the client's handler completes; "
-                + "measured in blocks alternating with the 64 B remote call",
+                + "measured in blocks alternating with the 64 B remote call\(placement)",
             histogram: rawAwaited),
         at: 1)
     var row64 = ClusterRow(
         section: .latency, name: "TroupeCluster remote call, 64 B",
-        note: "a task awaits echo(String) on the other node; binary coder (the default)", histogram: remote64)
+        note: "a task awaits echo(String) on the other node; binary coder (the default)\(placement)",
+        histogram: remote64)
     row64.allocationsPerOperation = Double(remote64Allocations) / Double(rounds / block * block)
     row64.target = .latencyWithin(1.5, of: "Raw NIO round trip, 64 B (awaited from a task)")
     rows.append(row64)
@@ -145,10 +180,15 @@ func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
         let allocations = Double(CBenchSupport_allocation_count() - allocationsBefore) / Double(count)
         var row = ClusterRow(
             section: .latency, name: "TroupeCluster remote call, \(label)",
-            note: "a task awaits echo(String) on the other node; binary coder (the default)", histogram: histogram)
+            note: "a task awaits echo(String) on the other node; binary coder (the default)\(placement)",
+            histogram: histogram)
         row.allocationsPerOperation = allocations
         rows.append(row)
     }
+
+    // The throughput rows leave the event loops to the scheduler: with many calls in flight it
+    // balances the threads better than a fixed split.
+    if sides != nil { try nodes.placeEventLoops(nil) }
 
     // Throughput: calls per second with 1, 64 and 1,024 calls in flight, from tasks on Swift's
     // global executor, then from tasks on the calling node's Troupe task executor (as a
@@ -199,18 +239,18 @@ private func throughputRow(
     return row
 }
 
-/// `count` calls of echo("x"), 64 in flight from tasks on the calling node's task executor (or
+/// `count` calls of echo("x"), `inFlight` at a time from tasks on the calling node's task executor (or
 /// on Swift's global executor), after the same warm-up as the rows; returns how many were
 /// answered.
-func profiledCalls(_ count: Int, onGlobalExecutor: Bool) async throws -> Int {
+func profiledCalls(_ count: Int, inFlight: Int, onGlobalExecutor: Bool) async throws -> Int {
     let nodes = try await TwoNodes()
     for _ in 0..<100 { _ = try await nodes.remote.echo("x") }
     let remote = nodes.remote
     let answered = try await withThrowingTaskGroup(of: Int.self) { group in
-        for _ in 0..<64 {
+        for _ in 0..<inFlight {
             group.addTask(executorPreference: onGlobalExecutor ? nil : nodes.systems[0].taskExecutor) {
                 var done = 0
-                for _ in 0..<(count / 64) where try await remote.echo("x") == "x" { done += 1 }
+                for _ in 0..<(count / inFlight) where try await remote.echo("x") == "x" { done += 1 }
                 return done
             }
         }

@@ -10,6 +10,8 @@ struct ClusterBenchOptions {
     var trials: Int
     var convergenceTrials: Int
     var soakSeconds: Int
+    /// Pin the latency rows' event loops (see ThreadPlacement.swift).
+    var pinEventLoops: Bool
 }
 
 struct ClusterBench: ParsableCommand {
@@ -41,10 +43,17 @@ struct ClusterBench: ParsableCommand {
     @Flag(name: .customLong("calls-only"), help: "Only the in-process remote-call rows (no child processes).")
     var callsOnly = false
 
+    @Flag(
+        name: .customLong("unpinned-event-loops"),
+        help: ArgumentHelp(
+            "Leave the latency rows' event loops where the scheduler puts them (default: the calling side's on "
+                + "CPU 0, the answering side's on CPU 1, alike for raw NIO and TroupeCluster)."))
+    var unpinnedEventLoops = false
+
     @Option(
         name: .customLong("profile-calls"),
         help: ArgumentHelp(
-            "Only make this many remote calls (64 in flight, from tasks on Troupe's task executor) and exit: "
+            "Only make this many remote calls (64 in flight unless --profile-in-flight says, from tasks on Troupe's task executor) and exit: "
                 + "for profilers. Two counts give the marginal cost of one call (scripts/cluster-instructions.sh)."))
     var profileCalls: Int?
 
@@ -52,6 +61,11 @@ struct ClusterBench: ParsableCommand {
         name: .customLong("profile-global-executor"),
         help: "With --profile-calls: the calling tasks run on Swift's global executor instead.")
     var profileGlobalExecutor = false
+
+    @Option(
+        name: .customLong("profile-in-flight"),
+        help: "With --profile-calls: how many calls are in flight (default 64; 1 profiles the latency rows' form).")
+    var profileInFlight = 64
 
     var binary: String {
         nodeBinary ?? ProcessInfo.processInfo.environment["TROUPE_CLUSTER_NODE"] ?? ".build/release/troupe-cluster-node"
@@ -62,8 +76,13 @@ struct ClusterBench: ParsableCommand {
         if let soakSeconds, soakSeconds < 1 {
             throw ValidationError("--soak-seconds needs a positive integer, got \(soakSeconds)")
         }
-        if let profileCalls, profileCalls < 64 || profileCalls % 64 != 0 {
-            throw ValidationError("--profile-calls needs a positive multiple of 64, got \(profileCalls)")
+        if profileInFlight < 1 {
+            throw ValidationError("--profile-in-flight needs a positive integer, got \(profileInFlight)")
+        }
+        if let profileCalls, profileCalls < profileInFlight || profileCalls % profileInFlight != 0 {
+            throw ValidationError(
+                "--profile-calls needs a positive multiple of --profile-in-flight (\(profileInFlight)), got \(profileCalls)"
+            )
         }
         if !callsOnly && profileCalls == nil && !FileManager.default.isExecutableFile(atPath: binary) {
             throw ValidationError(
@@ -75,7 +94,7 @@ struct ClusterBench: ParsableCommand {
     func run() throws {
         // Not `runBlocking`: its deadline is for one workload, and the process rows take minutes
         // (each row fails the run on its own deadline instead).
-        if let profileCalls { return try runProfileCalls(profileCalls, onGlobalExecutor: profileGlobalExecutor) }
+        if let profileCalls { return try runProfileCalls(profileCalls) }
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<[ClusterRow], any Error>?>(nil)
         Task.detached {
@@ -92,7 +111,7 @@ struct ClusterBench: ParsableCommand {
     func measure() async throws -> [ClusterRow] {
         let options = ClusterBenchOptions(
             quick: quick, trials: trials ?? (quick ? 3 : 20), convergenceTrials: quick ? 2 : 5,
-            soakSeconds: soakSeconds ?? (quick ? 15 : 600))
+            soakSeconds: soakSeconds ?? (quick ? 15 : 600), pinEventLoops: !unpinnedEventLoops)
         print("# troupe-bench cluster\(quick ? " --quick" : "")")
         print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. Process rows: troupe-cluster-node with")
         print("SWIM probe 500 ms (ping timeout 200 ms), suspicion 1.5 s, downing 2 s after unreachable.")
@@ -108,13 +127,15 @@ struct ClusterBench: ParsableCommand {
 
 extension ClusterBench {
     /// `--profile-calls`: two nodes, a warm-up, then `count` calls and nothing else.
-    func runProfileCalls(_ count: Int, onGlobalExecutor: Bool) throws {
+    func runProfileCalls(_ count: Int) throws {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<Int, any Error>?>(nil)
         Task.detached {
             let outcome: Result<Int, any Error>
             do {
-                outcome = .success(try await profiledCalls(count, onGlobalExecutor: onGlobalExecutor))
+                outcome = .success(
+                    try await profiledCalls(
+                        count, inFlight: profileInFlight, onGlobalExecutor: profileGlobalExecutor))
             } catch {
                 outcome = .failure(error)
             }

@@ -76,6 +76,14 @@ struct RawNIOEcho {
             .connect(host: "127.0.0.1", port: server.localAddress!.port!).get()
     }
 
+    /// The client's event loop on `sides.caller`, the server's on `sides.callee`.
+    func placeEventLoops(_ sides: (caller: Int, callee: Int)?) async throws {
+        let clientThread = try await client.eventLoop.submit { CBenchSupport_thread_id() }.get()
+        let serverThread = try await server.eventLoop.submit { CBenchSupport_thread_id() }.get()
+        try ThreadPlacement.place([clientThread], on: sides?.caller)
+        try ThreadPlacement.place([serverThread], on: sides?.callee)
+    }
+
     /// `rounds` round trips driven by the client handler on its event loop (callback form).
     func eventLoopRounds(_ rounds: Int) async throws -> Histogram<UInt64> {
         let handler = self.handler
