@@ -113,7 +113,8 @@ struct RemoteCallTests {
             _ = try await remote.slow(.seconds(3))
         } throws: { error in
             guard case ClusterCallError.timedOut(let target, let after) = error else { return false }
-            return target.contains("slow") && after == .milliseconds(300)
+            // Named as Swift names it, not by its mangled name.
+            return target == "TroupeClusterTests.Greeter.slow(_:)" && after == .milliseconds(300)
         }
         // The connection is still good.
         #expect(try await remote.greet("after") == "Hello, after!")
@@ -235,6 +236,56 @@ struct RemoteCallTests {
             if case ClusterCallError.systemShutDown = error { return true }
             return false
         }
+    }
+
+    @Test func callsInFlightWhenTheCallerShutsDownAllEndAsShutDown() async throws {
+        let nodes = try await startCluster(2)
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        let answered = AtomicCounter()
+        // 16 callers call until a call fails; the calling node shuts down under them. Every
+        // call must end (none is left waiting for a reply nothing will send), and end as shut
+        // down: the calls waiting are failed by the shutdown, later ones at once.
+        let callers = Task {
+            try await withThrowingTaskGroup(of: (any Error).self) { group in
+                for caller in 0..<16 {
+                    group.addTask {
+                        while true {
+                            do {
+                                _ = try await remote.greet("\(caller)")
+                                answered.increment()
+                            } catch {
+                                return error
+                            }
+                        }
+                    }
+                }
+                var errors: [any Error] = []
+                for try await error in group { errors.append(error) }
+                return errors
+            }
+        }
+        await waitUntil("calls are flowing") { answered.value > 200 }
+        await nodes[0].shutdown()
+        // A call left waiting would hang the test: after 30 s the callers are cancelled, and
+        // the waiting calls end with CancellationError, which fails the checks below.
+        let ended = Flag()
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(30))
+            if !ended.isSet { callers.cancel() }
+        }
+        let errors = try await callers.value
+        ended.set()
+        watchdog.cancel()
+        #expect(errors.count == 16)
+        for error in errors {
+            guard case ClusterCallError.systemShutDown? = error as? ClusterCallError else {
+                Issue.record("a call ended with \(error), not systemShutDown")
+                continue
+            }
+        }
+        _ = greeter
+        await nodes[1].shutdown()
     }
 
     @Test func manyConcurrentCallsAllGetTheirOwnReply() async throws {

@@ -2,6 +2,7 @@
 /// hanging: replies are awaited at most ``ClusterSettings/callTimeout``.
 public enum ClusterCallError: Error, Sendable, CustomStringConvertible {
     /// No reply within the time limit. The call may or may not have run on the other node.
+    /// `target` names the method as Swift does (`Module.Type.method(_:)`).
     case timedOut(target: String, after: Duration)
     /// The actor's node is down (or its id comes from an earlier run of a node at that address).
     case nodeDown(ClusterNode)

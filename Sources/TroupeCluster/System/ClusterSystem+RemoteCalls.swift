@@ -9,9 +9,13 @@ struct PendingCalls {
     var byID: [UInt64: PendingCall] = [:]
 }
 
+/// A call waiting for its reply. Its continuation is resumed exactly once, by whoever removes
+/// the call from ``PendingCalls`` (the reply, the deadline sweep, a cancellation, a lost
+/// connection or the shutdown): removal under the lock is what makes it once, so the
+/// continuation need not check it again (an unsafe one saves the checked one's allocation).
 struct PendingCall {
     let node: MemberID
-    let continuation: CheckedContinuation<WireEnvelope.Reply.Outcome, any Error>
+    let continuation: UnsafeContinuation<WireEnvelope.Reply.Outcome, any Error>
     /// When the call times out, on the actor system's clock (``ActorSystem/uptime``).
     let deadline: Duration
     let target: String
@@ -32,7 +36,7 @@ extension ClusterSystem {
             }
         case .void:
             throw ClusterCallError.invalidInvocation(
-                "\(target.identifier) returned nothing where \(String(reflecting: Res.self)) was expected")
+                "\(target) returned nothing where \(String(reflecting: Res.self)) was expected")
         case .failure(let failure):
             throw ClusterCallError(failure, recipient: actor.id)
         }
@@ -71,13 +75,17 @@ extension ClusterSystem {
                 arguments: invocation.arguments))
         let deadline = actorSystem.uptime + settings.callTimeout
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 pendingCalls.withLock {
                     $0.byID[callID] = PendingCall(
                         node: recipient.node, continuation: continuation, deadline: deadline, target: target.identifier)
                 }
                 // A cancellation that came before the call was registered found nothing to fail.
                 if Task.isCancelled { return completeCall(callID, with: .failure(CancellationError())) }
+                // Nor did a shutdown that began after the check on entry: its failCalls either
+                // took the lock after this registration (and fails the call), or set `shutDown`
+                // before it (seen here).
+                if shutDown { return completeCall(callID, with: .failure(ClusterCallError.systemShutDown)) }
                 association.send(envelope)
             }
         } onCancel: {
@@ -135,7 +143,9 @@ extension ClusterSystem {
             let timeout = self.settings.callTimeout
             for call in expired {
                 self.metrics.callsFailed.increment()
-                call.continuation.resume(throwing: ClusterCallError.timedOut(target: call.target, after: timeout))
+                // The method by its Swift name (the mangled one is what travels).
+                let target = RemoteCallTarget(call.target).description
+                call.continuation.resume(throwing: ClusterCallError.timedOut(target: target, after: timeout))
             }
             self.sweepDeadlines()
         }
