@@ -311,7 +311,7 @@ extension ByteBuffer {
     /// `string`'s UTF-8 byte count as a varint, then the bytes, after `tag` if there is one.
     mutating func writeBinaryString(_ string: String, tag: UInt8? = nil) {
         var string = string
-        string.withUTF8 { utf8 in
+        _ = string.withUTF8 { utf8 in
             writeWithUnsafeMutableBytes(minimumWritableBytes: 11 + utf8.count) { raw in
                 let index = Self.storeTagAndVarint(tag, UInt64(utf8.count), into: raw)
                 if let base = utf8.baseAddress {
