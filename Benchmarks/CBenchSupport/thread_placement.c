@@ -13,14 +13,17 @@
 int CBenchSupport_thread_id(void) { return (int)syscall(SYS_gettid); }
 
 int CBenchSupport_place_thread(int tid, int cpu) {
+    // The CPUs this process may use (the main thread's mask, which the bench never changes:
+    // a `taskset` the bench was started under stays in force).
+    cpu_set_t allowed;
+    if (sched_getaffinity(getpid(), sizeof allowed, &allowed) != 0) return errno;
     cpu_set_t set;
-    CPU_ZERO(&set);
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpu >= 0) {
-        if (cpu >= online || cpu >= CPU_SETSIZE) return EINVAL;
+        if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) return EINVAL;
+        CPU_ZERO(&set);
         CPU_SET(cpu, &set);
     } else {
-        for (long index = 0; index < online && index < CPU_SETSIZE; index++) CPU_SET(index, &set);
+        set = allowed;
     }
     return sched_setaffinity(tid, sizeof set, &set) == 0 ? 0 : errno;
 }

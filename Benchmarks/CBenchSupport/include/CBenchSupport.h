@@ -42,8 +42,9 @@ int64_t CBenchSupport_rss_bytes(void);
 /// The calling thread's kernel id (gettid).
 int CBenchSupport_thread_id(void);
 
-/// Lets thread `tid` of this process run only on CPU `cpu`, or on every online CPU when `cpu`
-/// is negative (sched_setaffinity). Returns 0, or the errno that says why not.
+/// Lets thread `tid` of this process run only on CPU `cpu`, or on every CPU the process may use
+/// when `cpu` is negative (sched_setaffinity; the process's CPUs are its main thread's). Returns
+/// 0, or the errno that says why not (EINVAL: `cpu` is not one of the process's CPUs).
 int CBenchSupport_place_thread(int tid, int cpu);
 
 /// CLOCK_MONOTONIC in nanoseconds (vDSO, ~20 ns): the latency probes' clock.

@@ -53,7 +53,8 @@ struct ClusterBench: ParsableCommand {
     @Option(
         name: .customLong("profile-calls"),
         help: ArgumentHelp(
-            "Only make this many remote calls (64 in flight unless --profile-in-flight says, from tasks on Troupe's task executor) and exit: "
+            "Only make this many remote calls (64 in flight, or --profile-in-flight; from tasks on Troupe's task "
+                + "executor) and exit: "
                 + "for profilers. Two counts give the marginal cost of one call (scripts/cluster-instructions.sh)."))
     var profileCalls: Int?
 

@@ -43,10 +43,10 @@ enum ThreadPlacement {
         for thread in threads {
             let error = CBenchSupport_place_thread(thread, Int32(cpu ?? -1))
             guard error == 0 else {
-                throw PlacementError(
-                    reason:
-                        "sched_setaffinity(\(thread), CPU \(cpu.map(String.init) ?? "any")): \(String(cString: strerror(error)))"
-                )
+                let target = cpu.map { "CPU \($0)" } ?? "the process's CPUs"
+                let why =
+                    error == EINVAL && cpu != nil ? "not a CPU this process may use" : String(cString: strerror(error))
+                throw PlacementError(reason: "thread \(thread) on \(target): \(why)")
             }
         }
     }
