@@ -23,9 +23,9 @@ struct NIOFrameHandlerTests {
 
     private func connectedChannel(maximumFrameSize: Int = 1 << 20) throws -> (EmbeddedChannel, Recorder) {
         let channel = EmbeddedChannel()
-        let connection = NIOClusterConnection(channel: channel, stopped: StoppedFlag())
+        let connection = NIOClusterConnection(channel: channel, stopped: StoppedFlag(), frameLimit: maximumFrameSize)
         try channel.pipeline.syncOperations.addHandler(
-            NIOFrameHandler(connection: connection, maximumFrameSize: maximumFrameSize))
+            NIOFrameHandler(connection: connection))
         let recorder = Recorder()
         connection.start(recorder)
         channel.embeddedEventLoop.run()

@@ -16,7 +16,12 @@ struct WireTests {
             .challenge(
                 .init(from: member, nonce: Array(repeating: 2, count: 32), proof: Array(repeating: 3, count: 32))),
             .proof(.init(proof: Array(repeating: 4, count: 32))),
-            .refused(reason: "no", youAreDown: false), .refused(reason: "down", youAreDown: true),
+            .refused(.init(reason: "no")),
+            .refused(
+                .init(
+                    reason: "down",
+                    downNotice: .init(
+                        from: member, responderNonce: Array(repeating: 5, count: 32), proof: Array(repeating: 6, count: 32)))),
             .invocation(
                 .init(
                     callID: 7, recipientUID: 42, recipientNumber: 3, target: "$s4Main7GreeterC5greetyS2SF",
@@ -102,20 +107,23 @@ struct WireTests {
             #expect(ByteBuffer(bytes: bytes).validUTF8String() == nil, "\(bytes)")
             // And an envelope carrying such a string is malformed.
             var frame = ByteBuffer()
-            WireEnvelope.refused(reason: "x", youAreDown: false).writeFrame(into: &frame)
+            WireEnvelope.refused(.init(reason: "x")).writeFrame(into: &frame)
             let payload = frame.getSlice(at: 4, length: frame.readableBytes - 4)!
-            var edited = ByteBuffer(bytes: Array(payload.readableBytesView.dropLast(5)))
+            // The version and kind, then the reason replaced by these bytes, then no notice.
+            var edited = ByteBuffer(bytes: Array(payload.readableBytesView.prefix(2)))
             edited.writeInteger(UInt32(bytes.count), endianness: .big)
             edited.writeBytes(bytes)
+            edited.writeInteger(UInt8(0))
             #expect(throws: WireError.self) { _ = try WireEnvelope.decode(edited) }
         }
     }
 
     @Test func versionsAndKindsAreChecked() {
-        #expect(throws: WireError.unsupportedVersion(2)) { try WireEnvelope.decode(ByteBuffer(bytes: [2, 16])) }
-        #expect(throws: WireError.unknownKind(99)) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 99])) }
-        #expect(throws: WireError.self) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 17, 0])) }  // trailing byte
-        #expect(throws: WireError.self) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 14, 0, 0])) }  // truncated
+        #expect(throws: WireError.unsupportedVersion(1)) { try WireEnvelope.decode(ByteBuffer(bytes: [1, 16])) }
+        #expect(throws: WireError.unsupportedVersion(3)) { try WireEnvelope.decode(ByteBuffer(bytes: [3, 16])) }
+        #expect(throws: WireError.unknownKind(99)) { try WireEnvelope.decode(ByteBuffer(bytes: [2, 99])) }
+        #expect(throws: WireError.self) { try WireEnvelope.decode(ByteBuffer(bytes: [2, 17, 0])) }  // trailing byte
+        #expect(throws: WireError.self) { try WireEnvelope.decode(ByteBuffer(bytes: [2, 14, 0, 0])) }  // truncated
     }
 
     /// The decoder is total: on random bytes, on valid envelopes with bytes flipped, cut or

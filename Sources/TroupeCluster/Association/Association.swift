@@ -3,53 +3,50 @@ import Synchronization
 import Troupe
 import TroupeClusterMembership
 
-/// One authenticated connection to another node: the handshake's state machine, then the
-/// delivery of envelopes to the cluster system.
+/// One connection to another node: its handshake (``HandshakeStateMachine``, which decides),
+/// then the delivery of the established association's envelopes to the cluster system.
 ///
 /// Threads: the connection delivers frames one at a time (``ClusterConnection``'s contract), so
-/// `state` is only touched by that sequence (and by `init`, before the connection starts).
-/// `peer` is written once, before `isEstablished` is published with release ordering; other
-/// threads read it only after an acquiring load of `isEstablished`. ``send(_:)`` is any thread.
+/// `machine` and `lastResolved` are only touched by that sequence (and by `start`, before the
+/// connection delivers anything). The peer is also published for other threads: written once
+/// to `establishedPeer` before `established` is stored with release ordering, read only after
+/// an acquiring load of it (``peer``). ``send(_:)`` may be called from any thread.
 final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see the threading note above
-    enum Role: Sendable { case initiator, responder }
-
-    private enum State {
-        case awaitingHello
-        case awaitingChallenge(nonce: [UInt8])
-        case awaitingProof(peer: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8])
-        case established
-        case closed
-    }
+    typealias Role = HandshakeStateMachine.Role
 
     let connection: any ClusterConnection
-    let role: Role
     let system: ClusterSystem
-    private var state: State
-    private(set) var peer: MemberID?
+    private var machine: HandshakeStateMachine
+    private var establishedPeer: MemberID?
     private let established = Atomic<Bool>(false)
     /// Frames received, read by the membership actor as proof of life. Relaxed: a count.
     let framesReceived = Atomic<UInt64>(0)
     /// Set once the cluster stops using this association for new frames (it lost a tie-break
     /// to a simultaneous connection, or its peer is down); it closes a little later.
     let retired = Atomic<Bool>(false)
+    /// Where the connection comes from, as admission control counts it (``ConnectionAdmission``).
+    let admission: ConnectionAdmission.Ticket
     private var handshakeDeadline: ScheduledAction?
     /// The target of the last call received, and what it resolved to: calls in a row to the
     /// same method (the common case) compare the name instead of locking the table and hashing
-    /// it. Touched only in the delivery sequence, as `state`.
+    /// it. Touched only in the delivery sequence.
     private var lastResolved: (name: String, target: ResolvedTarget)?
     private let allocator = ByteBufferAllocator()
 
-    init(connection: any ClusterConnection, role: Role, system: ClusterSystem) {
+    init(connection: any ClusterConnection, role: Role, system: ClusterSystem, admission: ConnectionAdmission.Ticket) {
         self.connection = connection
-        self.role = role
+        self.admission = admission
         self.system = system
-        switch role {
-        case .initiator: state = .awaitingChallenge(nonce: Handshake.nonce())
-        case .responder: state = .awaitingHello
-        }
+        machine = HandshakeStateMachine(
+            role: role, myself: system.node, handshake: system.handshake, nonce: Handshake.nonce())
     }
 
+    var role: Role { machine.role }
+
     var isEstablished: Bool { established.load(ordering: .acquiring) }
+
+    /// The peer, once the handshake completed (any thread).
+    var peer: MemberID? { isEstablished ? establishedPeer : nil }
 
     /// Starts the connection and, as initiator, says hello. Call once.
     func start() {
@@ -58,10 +55,9 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
             self.system.handshakeFailed(
                 self, reason: "no complete handshake within \(self.system.settings.handshakeTimeout)")
         }
+        let hello = machine.start()
         connection.start(self)
-        if role == .initiator, case .awaitingChallenge(let nonce) = state {
-            send(.hello(WireEnvelope.Hello(clusterName: system.settings.clusterName, from: system.node, nonce: nonce)))
-        }
+        if let hello { send(hello) }
     }
 
     func send(_ envelope: WireEnvelope) {
@@ -88,102 +84,50 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
         do {
             envelope = try WireEnvelope.decode(frame)
         } catch {
-            system.protocolViolation(self, reason: "\(error)")
-            state = .closed
-            return
+            machine.close()
+            return system.protocolViolation(self, reason: "\(error)")
         }
-        switch state {
-        case .established:
-            system.handle(envelope, from: self, peer: peer.unsafelyUnwrapped)
-        case .awaitingHello:
-            receiveHello(envelope)
-        case .awaitingChallenge(let nonce):
-            receiveChallenge(envelope, initiatorNonce: nonce)
-        case .awaitingProof(let peer, let initiatorNonce, let responderNonce):
-            receiveProof(envelope, peer: peer, initiatorNonce: initiatorNonce, responderNonce: responderNonce)
-        case .closed:
+        let system = self.system
+        switch machine.receive(envelope, isDown: { system.isDown($0) }) {
+        case .deliver(let envelope, let peer):
+            system.handle(envelope, from: self, peer: peer)
+        case .send(let reply):
+            send(reply)
+        case .establish(let peer, let then):
+            if let then { send(then) }
+            establish(with: peer)
+        case .refuse(let refusal, let reason):
+            send(.refused(refusal))
+            system.handshakeFailed(self, reason: reason)
+        case .close(let reason):
+            system.handshakeFailed(self, reason: reason)
+        case .violation(let reason):
+            system.protocolViolation(self, reason: reason)
+        case .removedFromCluster(let by, let reason):
+            system.handshakeFailed(self, reason: "\(by) says the cluster removed this node: \(reason)")
+            system.removedByCluster(reason: "\(by) says: \(reason)")
+        case .ignore:
             break
         }
     }
 
     func closed(_ connection: any ClusterConnection, error: (any Error)?) {
-        // The transport's frame decoder refused a frame (oversized, or shorter than any
-        // envelope) and closed the connection.
+        // The transport's frame decoder refused a frame (oversized, too short, or left
+        // incomplete) and closed the connection.
         if let error = error as? WireError { system.protocolViolation(self, reason: "\(error)") }
-        state = .closed
+        machine.close()
         handshakeDeadline?.cancel()
         system.associationClosed(self, error: error)
     }
 
-    // MARK: The handshake
-
-    private func receiveHello(_ envelope: WireEnvelope) {
-        guard case .hello(let hello) = envelope else { return refuse("expected hello, got \(envelope.kindName)") }
-        guard hello.clusterName == system.settings.clusterName else {
-            return refuse("cluster \"\(hello.clusterName)\" is not this node's \"\(system.settings.clusterName)\"")
-        }
-        guard hello.from != system.node else { return refuse("a node cannot connect to itself") }
-        if system.isDown(hello.from) {
-            return refuse("\(hello.from) was marked down; restart it to rejoin as a new node", youAreDown: true)
-        }
-        let nonce = Handshake.nonce()
-        let proof = system.handshake.responderProof(
-            initiator: hello.from, responder: system.node, initiatorNonce: hello.nonce, responderNonce: nonce)
-        state = .awaitingProof(peer: hello.from, initiatorNonce: hello.nonce, responderNonce: nonce)
-        send(.challenge(WireEnvelope.Challenge(from: system.node, nonce: nonce, proof: proof)))
-    }
-
-    private func receiveChallenge(_ envelope: WireEnvelope, initiatorNonce: [UInt8]) {
-        if case .refused(let reason, let youAreDown) = envelope { return refusedByPeer(reason, youAreDown) }
-        guard case .challenge(let challenge) = envelope else {
-            return refuse("expected challenge, got \(envelope.kindName)")
-        }
-        let expected = system.handshake.responderProof(
-            initiator: system.node, responder: challenge.from, initiatorNonce: initiatorNonce,
-            responderNonce: challenge.nonce)
-        guard system.handshake.verify(challenge.proof, equals: expected) else {
-            return refuse("the peer did not prove it knows the cluster secret")
-        }
-        guard challenge.from != system.node else { return refuse("connected to itself") }
-        let proof = system.handshake.initiatorProof(
-            initiator: system.node, responder: challenge.from, initiatorNonce: initiatorNonce,
-            responderNonce: challenge.nonce)
-        send(.proof(WireEnvelope.Proof(proof: proof)))
-        establish(with: challenge.from)
-    }
-
-    private func receiveProof(
-        _ envelope: WireEnvelope, peer: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
-    ) {
-        if case .refused(let reason, let youAreDown) = envelope { return refusedByPeer(reason, youAreDown) }
-        guard case .proof(let proof) = envelope else { return refuse("expected proof, got \(envelope.kindName)") }
-        let expected = system.handshake.initiatorProof(
-            initiator: peer, responder: system.node, initiatorNonce: initiatorNonce, responderNonce: responderNonce)
-        guard system.handshake.verify(proof.proof, equals: expected) else {
-            return refuse("the peer did not prove it knows the cluster secret")
-        }
-        establish(with: peer)
-    }
-
     private func establish(with peer: MemberID) {
-        self.peer = peer
-        state = .established
+        establishedPeer = peer
         established.store(true, ordering: .releasing)
         handshakeDeadline?.cancel()
+        connection.peerAuthenticated(
+            maximumFrameSize: system.settings.maximumFrameSize,
+            incompleteFrameTimeout: system.settings.limits.incompleteFrameTimeout)
         system.associationEstablished(self, peer: peer)
-    }
-
-    /// Tells the peer why, closes, and counts the failure.
-    private func refuse(_ reason: String, youAreDown: Bool = false) {
-        state = .closed
-        send(.refused(reason: reason, youAreDown: youAreDown))
-        system.handshakeFailed(self, reason: reason)
-    }
-
-    private func refusedByPeer(_ reason: String, _ youAreDown: Bool) {
-        state = .closed
-        if youAreDown { system.removedByCluster(reason: reason) }
-        system.handshakeFailed(self, reason: "refused by the peer: \(reason)")
     }
 }
 

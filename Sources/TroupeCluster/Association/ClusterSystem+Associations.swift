@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import Synchronization
 import Troupe
@@ -95,9 +96,25 @@ extension ClusterSystem {
 
     private func dial(_ address: NodeAddress) async {
         do {
-            let connection = try await transport.connect(
-                host: address.host, port: address.port, maximumFrameSize: settings.maximumFrameSize)
-            let association = Association(connection: connection, role: .initiator, system: self)
+            let ticket: ConnectionAdmission.Ticket
+            switch admission.withLock({ $0.admitOutbound(host: address.host) }) {
+            case .success(let admitted): ticket = admitted
+            case .failure(let refusal):
+                metrics.connectionsRefused.increment()
+                return failDial(
+                    address,
+                    error: ClusterTransportError.unreachable(
+                        host: address.host, port: address.port, reason: "not dialled: \(refusal)"))
+            }
+            let connection: any ClusterConnection
+            do {
+                connection = try await transport.connect(
+                    host: address.host, port: address.port, maximumFrameSize: settings.limits.unauthenticatedFrameSize)
+            } catch {
+                admission.withLock { $0.closed(ticket, wasAuthenticated: false) }
+                throw error
+            }
+            let association = Association(connection: connection, role: .initiator, system: self, admission: ticket)
             associations.withLock { $0.dialTargets[ObjectIdentifier(association)] = address }
             guard !shutDown else {
                 connection.close()
@@ -115,10 +132,31 @@ extension ClusterSystem {
         for waiter in waiters { waiter.resume(throwing: error) }
     }
 
-    /// An inbound connection: the peer speaks first.
+    /// An inbound connection: admitted (``ConnectionAdmission``) or closed at once; the peer
+    /// speaks first.
     func accept(_ connection: any ClusterConnection) {
         guard !shutDown else { return connection.close() }
-        Association(connection: connection, role: .responder, system: self).start()
+        let host = connection.remoteHost ?? "unknown"
+        switch admission.withLock({ $0.admitInbound(host: host, now: ContinuousClock.now) }) {
+        case .success(let ticket):
+            Association(connection: connection, role: .responder, system: self, admission: ticket).start()
+        case .failure(let refusal):
+            metrics.connectionsRefused.increment()
+            warnAboutPeer(
+                "closed a cluster connection over a limit", kind: "admission",
+                metadata: ["peer": "\(PeerText(connection.peerDescription))", "limit": "\(refusal)"])
+            connection.close()
+        }
+    }
+
+    /// A warning about a misbehaving peer, at most one per kind per
+    /// ``ClusterConnectionLimits/warningInterval`` (with the count of those not logged).
+    func warnAboutPeer(_ message: Logger.Message, kind: String, metadata: Logger.Metadata) {
+        let (log, suppressed) = warnings.withLock { $0.admit(kind, now: ContinuousClock.now) }
+        guard log else { return }
+        var metadata = metadata
+        if suppressed > 0 { metadata["suppressed_since_last"] = "\(suppressed)" }
+        logger.warning(message, metadata: metadata)
     }
 
     /// The handshake completed. If another association to the same node exists (both nodes
@@ -126,6 +164,7 @@ extension ClusterSystem {
     /// other, so that each pair of nodes ends up with one connection.
     func associationEstablished(_ association: Association, peer: MemberID) {
         let address = NodeAddress(peer)
+        admission.withLock { $0.authenticated(association.admission) }
         let (waiters, current, retired) = associations.withLock { table in
             var retired: Association?
             table.dialTargets[ObjectIdentifier(association)] = nil
@@ -167,6 +206,7 @@ extension ClusterSystem {
     }
 
     func associationClosed(_ association: Association, error: (any Error)?) {
+        admission.withLock { $0.closed(association.admission, wasAuthenticated: association.isEstablished) }
         let (wasCurrent, dialAddress) = associations.withLock { table -> (Bool, NodeAddress?) in
             let dialAddress = table.dialTargets.removeValue(forKey: ObjectIdentifier(association))
             if let peer = association.peer, table.current[NodeAddress(peer)] === association {
@@ -192,9 +232,9 @@ extension ClusterSystem {
     func handshakeFailed(_ association: Association, reason: String) {
         handshakeFailures.wrappingAdd(1, ordering: .relaxed)
         metrics.handshakeFailures.increment()
-        logger.warning(
-            "refused a cluster connection",
-            metadata: ["peer": "\(association.connection.peerDescription)", "reason": "\(reason)"])
+        warnAboutPeer(
+            "refused a cluster connection", kind: "handshake",
+            metadata: ["peer": "\(PeerText(association.connection.peerDescription))", "reason": "\(reason)"])
         association.close()
     }
 
@@ -203,10 +243,10 @@ extension ClusterSystem {
     func protocolViolation(_ association: Association, reason: String) {
         protocolViolations.wrappingAdd(1, ordering: .relaxed)
         metrics.protocolViolations.increment()
-        logger.warning(
-            "closing a cluster connection after a protocol violation",
+        warnAboutPeer(
+            "closing a cluster connection after a protocol violation", kind: "violation",
             metadata: [
-                "peer": "\(association.peer.map { "\($0)" } ?? association.connection.peerDescription)",
+                "peer": "\(PeerText(association.peer.map { "\($0)" } ?? association.connection.peerDescription))",
                 "reason": "\(reason)",
             ])
         association.close()

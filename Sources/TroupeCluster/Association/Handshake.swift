@@ -11,6 +11,10 @@ import TroupeClusterMembership
 /// 2. The responder answers `challenge(responder, nonceR, proofR)`.
 /// 3. The initiator checks `proofR`, then sends `proof(proofI)`; the responder checks it.
 /// Either side that finds a wrong proof refuses, closes the connection and counts it.
+///
+/// A refusal that tells the peer the cluster removed it carries ``downProof(down:initiator:responder:initiatorNonce:responderNonce:)``,
+/// an HMAC over the same fields with a label naming which side is down: a stranger cannot make
+/// a node leave, and a captured notice is useless on any other connection.
 struct Handshake: Sendable {
     /// The secret's bytes; the key is made per proof (handshakes are rare), since
     /// `SymmetricKey` is not `Sendable`.
@@ -41,6 +45,15 @@ struct Handshake: Sendable {
         proof(
             label: "troupe-initiator", initiator: initiator, responder: responder,
             first: responderNonce, second: initiatorNonce)
+    }
+
+    /// The proof that goes with "you are down": `down` is the initiator or the responder.
+    func downProof(
+        down: MemberID, initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
+    ) -> [UInt8] {
+        proof(
+            label: down == initiator ? "troupe-initiator-is-down" : "troupe-responder-is-down",
+            initiator: initiator, responder: responder, first: initiatorNonce, second: responderNonce)
     }
 
     /// Compares in time that does not depend on where the two differ.

@@ -51,9 +51,6 @@ struct MembershipActor: ActorDefinition {
             directives += machine.tick(now: now)
             dialSeedsIfAlone(cluster, now: now)
         case .swim(let swim, let sender):
-            if swim.gossip.contains(where: { $0.member == cluster.node && $0.status == .down }) {
-                return cluster.removedByCluster(reason: "\(sender) gossiped that this node is down")
-            }
             directives += machine.receive(swim, from: sender, now: now)
         case .associated(let member):
             directives += machine.join([member], now: now)

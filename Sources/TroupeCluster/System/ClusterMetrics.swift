@@ -8,6 +8,7 @@ struct ClusterMetrics: Sendable {
     let handshakeFailures: Counter
     let protocolViolations: Counter
     let associations: Counter
+    let connectionsRefused: Counter
     let callsSucceeded: Counter
     let callsFailed: Counter
     let invocationsReceived: Counter
@@ -24,6 +25,7 @@ struct ClusterMetrics: Sendable {
         handshakeFailures = counter("troupe_cluster_handshake_failures_total")
         protocolViolations = counter("troupe_cluster_protocol_violations_total")
         associations = counter("troupe_cluster_associations_total")
+        connectionsRefused = counter("troupe_cluster_connections_refused_total")
         callsSucceeded = counter("troupe_cluster_remote_calls_total", [("outcome", "replied")])
         callsFailed = counter("troupe_cluster_remote_calls_total", [("outcome", "failed")])
         invocationsReceived = counter("troupe_cluster_invocations_received_total")

@@ -28,10 +28,14 @@ public struct ClusterSettings: Sendable {
     public var secret: String
     /// How long a remote call waits for its reply unless the call says otherwise.
     public var callTimeout: Duration
-    /// Frames above this size close the connection (default 8 MiB).
+    /// Frames above this size close the connection (default 8 MiB). Before a peer has proved
+    /// the secret, the much smaller ``ClusterConnectionLimits/unauthenticatedFrameSize`` applies.
     public var maximumFrameSize: Int
     /// How long a handshake may take before the connection is closed.
     public var handshakeTimeout: Duration
+    /// What a connection may cost before and after its peer proves the secret: frame sizes,
+    /// connection counts, handshake rate, read timeouts (see <doc:RunningACluster#Threat-model>).
+    public var limits: ClusterConnectionLimits
     /// SWIM's timing (probe interval, ping timeout, suspicion, downing).
     public var membership: ClusterMembershipSettings
     /// How arguments and results are encoded (default ``BinaryClusterCoder``; ``JSONClusterCoder``
@@ -53,6 +57,7 @@ public struct ClusterSettings: Sendable {
         callTimeout: Duration = .seconds(5),
         maximumFrameSize: Int = 8 << 20,
         handshakeTimeout: Duration = .seconds(5),
+        limits: ClusterConnectionLimits = ClusterConnectionLimits(),
         membership: ClusterMembershipSettings = ClusterMembershipSettings(),
         coder: any ClusterCoder = BinaryClusterCoder(),
         transport: (any ClusterTransport)? = nil,
@@ -67,11 +72,67 @@ public struct ClusterSettings: Sendable {
         self.callTimeout = callTimeout
         self.maximumFrameSize = maximumFrameSize
         self.handshakeTimeout = handshakeTimeout
+        self.limits = limits
         self.membership = membership
         self.coder = coder
         self.transport = transport
         self.logger = logger
         self.metricsFactory = metricsFactory
+    }
+}
+
+/// What one node spends on connections, so that nothing a host without the secret sends can
+/// exhaust it: every limit applies before a byte of the peer's is trusted.
+public struct ClusterConnectionLimits: Sendable, Hashable {
+    /// The largest frame read before the peer has proved the secret (a hello is ~100 bytes,
+    /// plus the cluster name and host). Default 4 KiB.
+    public var unauthenticatedFrameSize: Int
+    /// Connections open at once, in both directions; more are closed as they arrive. Keep it
+    /// below the process's descriptor limit (`ulimit -n`). Default 512.
+    public var maximumConnections: Int
+    /// Inbound connections still handshaking at once. Default 64.
+    public var maximumUnauthenticatedConnections: Int
+    /// Inbound connections still handshaking at once from one host address. Default 8.
+    public var maximumUnauthenticatedConnectionsPerHost: Int
+    /// Handshakes one host address may start per second (bursts of twice that). Default 20.
+    public var handshakesPerSecondPerHost: Double
+    /// After the handshake, how long a frame may take to arrive once it has started; a peer
+    /// that stops in the middle of a frame is disconnected. Default 10 seconds.
+    public var incompleteFrameTimeout: Duration
+    /// Warnings about bad connections (refused handshakes, protocol violations, connections
+    /// over a limit) are logged at most once per interval per kind, with a count of the rest.
+    /// Default 10 seconds.
+    public var warningInterval: Duration
+
+    public init(
+        unauthenticatedFrameSize: Int = 4096,
+        maximumConnections: Int = 512,
+        maximumUnauthenticatedConnections: Int = 64,
+        maximumUnauthenticatedConnectionsPerHost: Int = 8,
+        handshakesPerSecondPerHost: Double = 20,
+        incompleteFrameTimeout: Duration = .seconds(10),
+        warningInterval: Duration = .seconds(10)
+    ) {
+        self.unauthenticatedFrameSize = unauthenticatedFrameSize
+        self.maximumConnections = maximumConnections
+        self.maximumUnauthenticatedConnections = maximumUnauthenticatedConnections
+        self.maximumUnauthenticatedConnectionsPerHost = maximumUnauthenticatedConnectionsPerHost
+        self.handshakesPerSecondPerHost = handshakesPerSecondPerHost
+        self.incompleteFrameTimeout = incompleteFrameTimeout
+        self.warningInterval = warningInterval
+    }
+
+    /// Why the limits cannot be used, or nil.
+    var problem: String? {
+        if unauthenticatedFrameSize < 512 { return "limits.unauthenticatedFrameSize \(unauthenticatedFrameSize) is below 512 bytes" }
+        if maximumConnections < 1 { return "limits.maximumConnections must be at least 1" }
+        if maximumUnauthenticatedConnections < 1 { return "limits.maximumUnauthenticatedConnections must be at least 1" }
+        if maximumUnauthenticatedConnectionsPerHost < 1 {
+            return "limits.maximumUnauthenticatedConnectionsPerHost must be at least 1"
+        }
+        if !(handshakesPerSecondPerHost > 0) { return "limits.handshakesPerSecondPerHost must be positive" }
+        if incompleteFrameTimeout <= .zero { return "limits.incompleteFrameTimeout must be positive" }
+        return nil
     }
 }
 

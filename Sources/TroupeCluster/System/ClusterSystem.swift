@@ -45,12 +45,19 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     /// The executor of a ``ClusterActor`` reference whose id has none (never used to run code).
     let fallbackExecutor: TroupeSerialExecutor
 
+    // The tables, each under a lock of its own. Lock order: none of these locks is taken while
+    // another of them is held, except `associations` → `admission` (a connection's release
+    // under the table's lock is not needed, so even that pair is never nested today). Every
+    // `withLock` body here only reads or writes its table: continuations are resumed, events
+    // published and frames sent after the lock is released.
     let localActors = Locked(LocalActors())
     let associations = Locked(AssociationTable())
     let pendingCalls = Locked(PendingCalls())
     let memberTable = Locked(MemberTable())
     let receptionistTable = Locked(ReceptionistTable())
     let watchTable = Locked(WatchTable())
+    let admission: Locked<ConnectionAdmission>
+    let warnings: Locked<WarningLimiter>
     let nextCallID = Atomic<UInt64>(0)
     /// Distributed methods this node has run, resolved once (see ``ResolvedTarget``).
     let targets = DistributedTargetTable()
@@ -79,12 +86,17 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
         guard (0...65535).contains(settings.port) else {
             throw .invalidSetting("port \(settings.port) is outside 0...65535")
         }
+        if let problem = settings.limits.problem { throw .invalidSetting(problem) }
+        guard settings.limits.unauthenticatedFrameSize <= settings.maximumFrameSize else {
+            throw .invalidSetting(
+                "limits.unauthenticatedFrameSize \(settings.limits.unauthenticatedFrameSize) exceeds maximumFrameSize \(settings.maximumFrameSize)")
+        }
         let transport = settings.transport ?? NIOTransport()
         let gate = AcceptGate()
         let port: Int
         do {
             port = try await transport.listen(
-                host: settings.host, port: settings.port, maximumFrameSize: settings.maximumFrameSize
+                host: settings.host, port: settings.port, maximumFrameSize: settings.limits.unauthenticatedFrameSize
             ) { connection in gate.accept(connection) }
         } catch {
             await transport.shutdown()
@@ -104,6 +116,8 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
             clusterName: settings.clusterName, factory: settings.metricsFactory ?? MetricsSystem.factory)
         fallbackExecutor = actorSystem.makeSerialExecutor()
         acceptGate = gate
+        admission = Locked(ConnectionAdmission(limits: settings.limits))
+        warnings = Locked(WarningLimiter(interval: settings.limits.warningInterval))
         memberTable.withLock { $0.statuses[node] = .alive(incarnation: 0) }
         let membership = actorSystem.spawn(MembershipActor(cluster: self))
         membershipRef.withLock { $0 = membership }
@@ -141,6 +155,13 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     }
 
     var shutDown: Bool { isShutDown.load(ordering: .acquiring) }
+
+    /// Connections now open and still handshaking, and how many were closed on arrival for
+    /// going over a ``ClusterConnectionLimits`` limit (also the metric
+    /// `troupe_cluster_connections_refused_total`).
+    public var connectionCounts: (open: Int, handshaking: Int, refusedByLimits: Int) {
+        admission.withLock { ($0.open, $0.unauthenticated, $0.refused) }
+    }
 
     /// Protocol violations and failed handshakes so far (also the metrics
     /// `troupe_cluster_handshake_failures_total` and `troupe_cluster_protocol_violations_total`).

@@ -7,6 +7,11 @@ import NIOCore
 public protocol ClusterTransport: Sendable {
     /// Starts accepting connections on `host`:`port` (port 0: any free port) and returns the
     /// port bound. Each accepted connection is passed to `accept`, which starts it.
+    ///
+    /// `maximumFrameSize` is the limit before the peer has proved the cluster secret (small:
+    /// ``ClusterConnectionLimits/unauthenticatedFrameSize``); the cluster raises it per
+    /// connection with ``ClusterConnection/peerAuthenticated(maximumFrameSize:incompleteFrameTimeout:)``.
+    /// A transport must refuse a longer frame before buffering it.
     func listen(
         host: String, port: Int, maximumFrameSize: Int,
         accept: @escaping @Sendable (any ClusterConnection) -> Void
@@ -37,6 +42,22 @@ public protocol ClusterConnection: AnyObject, Sendable {
     func close()
     /// The peer's address, for logs.
     var peerDescription: String { get }
+    /// The peer's host address (no port), which admission control counts connections and
+    /// handshakes by; nil if unknown (all such connections then share one count).
+    var remoteHost: String? { get }
+    /// The peer proved the cluster secret: frames up to `maximumFrameSize` are accepted from
+    /// now on (until now, only the small limit given to `listen`/`connect`), and a frame that
+    /// has started must be complete within `incompleteFrameTimeout`, or the connection closes
+    /// with ``WireError/incompleteFrame(received:announced:timeout:)``. Called on the delivery
+    /// sequence, after the frame that completed the handshake.
+    func peerAuthenticated(maximumFrameSize: Int, incompleteFrameTimeout: Duration)
+}
+
+extension ClusterConnection {
+    public var remoteHost: String? { nil }
+    /// By default nothing is raised: a transport that does not implement it keeps the
+    /// unauthenticated limit (safe, but frames above it close the connection).
+    public func peerAuthenticated(maximumFrameSize: Int, incompleteFrameTimeout: Duration) {}
 }
 
 /// What a connection reports to. See ``ClusterConnection`` for the ordering contract.

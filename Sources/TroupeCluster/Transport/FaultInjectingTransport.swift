@@ -80,6 +80,11 @@ final class FaultyConnection: ClusterConnection, ClusterConnectionHandler, @unch
     }
 
     var peerDescription: String { base.peerDescription }
+    var remoteHost: String? { base.remoteHost }
+
+    func peerAuthenticated(maximumFrameSize: Int, incompleteFrameTimeout: Duration) {
+        base.peerAuthenticated(maximumFrameSize: maximumFrameSize, incompleteFrameTimeout: incompleteFrameTimeout)
+    }
 
     func start(_ handler: any ClusterConnectionHandler) {
         self.handler = handler

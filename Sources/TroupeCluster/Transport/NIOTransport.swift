@@ -36,9 +36,9 @@ public final class NIOTransport: ClusterTransport {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let connection = NIOClusterConnection(channel: channel, stopped: self.stopped)
-                    try channel.pipeline.syncOperations.addHandler(
-                        NIOFrameHandler(connection: connection, maximumFrameSize: maximumFrameSize))
+                    let connection = NIOClusterConnection(
+                        channel: channel, stopped: self.stopped, frameLimit: maximumFrameSize)
+                    try channel.pipeline.syncOperations.addHandler(NIOFrameHandler(connection: connection))
                     accept(connection)
                 }
             }
@@ -59,9 +59,9 @@ public final class NIOTransport: ClusterTransport {
             .connectTimeout(connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let connection = NIOClusterConnection(channel: channel, stopped: self.stopped)
-                    try channel.pipeline.syncOperations.addHandler(
-                        NIOFrameHandler(connection: connection, maximumFrameSize: maximumFrameSize))
+                    let connection = NIOClusterConnection(
+                        channel: channel, stopped: self.stopped, frameLimit: maximumFrameSize)
+                    try channel.pipeline.syncOperations.addHandler(NIOFrameHandler(connection: connection))
                     made.withLock { $0 = connection }
                 }
             }
@@ -108,12 +108,36 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     private let stopped: StoppedFlag
 
-    init(channel: any Channel, stopped: StoppedFlag) {
+    init(channel: any Channel, stopped: StoppedFlag, frameLimit: Int) {
         self.channel = channel
         self.stopped = stopped
+        self.frameLimit = frameLimit
     }
 
     var peerDescription: String { channel.remoteAddress.map { "\($0)" } ?? "unknown peer" }
+    var remoteHost: String? { channel.remoteAddress?.ipAddress }
+
+    /// The largest frame accepted now: the unauthenticated limit given at `listen`/`connect`
+    /// until ``peerAuthenticated(maximumFrameSize:incompleteFrameTimeout:)`` raises it. Event loop only.
+    var frameLimit: Int
+    /// Set once the peer is authenticated: how long a started frame may stay incomplete.
+    /// Event loop only.
+    var incompleteFrameTimeout: TimeAmount?
+
+    func peerAuthenticated(maximumFrameSize: Int, incompleteFrameTimeout: Duration) {
+        let timeout = TimeAmount.nanoseconds(
+            Int64(incompleteFrameTimeout.components.seconds) * 1_000_000_000
+                + incompleteFrameTimeout.components.attoseconds / 1_000_000_000)
+        if channel.eventLoop.inEventLoop {
+            frameLimit = maximumFrameSize
+            self.incompleteFrameTimeout = timeout
+        } else {
+            channel.eventLoop.execute {
+                self.frameLimit = maximumFrameSize
+                self.incompleteFrameTimeout = timeout
+            }
+        }
+    }
 
     func start(_ handler: any ClusterConnectionHandler) {
         guard !stopped.isSet else { return }
@@ -249,27 +273,34 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 }
 
 /// The one handler of a cluster connection's pipeline: splits the bytes read into frames
-/// (``FrameDecoder``) and hands each to the connection, then the end of each read burst, the
-/// close and errors.
+/// (``FrameDecoder``, with the connection's current ``NIOClusterConnection/frameLimit``) and
+/// hands each to the connection, then the end of each read burst, the close and errors.
 ///
 /// It frames the bytes itself instead of using NIO's `ByteToMessageHandler` in front of a
 /// second handler: that generic pair cost ~3,900 instructions per frame (callgrind: metadata
 /// lookups of its unspecialized generics, a pipeline hop and a boxed value per frame), this
 /// one a few hundred. Event loop only.
-// @unchecked: `pending` and `failed` are only touched on the channel's event loop.
+///
+/// Memory: a frame in progress is kept in a buffer of its own that grows with the bytes that
+/// actually arrive (a length prefix is only the peer's word until then), and is released when
+/// the frame completes or the connection closes. Once the peer is authenticated, a frame that
+/// stays incomplete for the connection's ``NIOClusterConnection/incompleteFrameTimeout``
+/// closes the connection.
+// @unchecked: `pending`, `failed` and `pendingGeneration` are only touched on the channel's event loop.
 final class NIOFrameHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     let connection: NIOClusterConnection
-    private var decoder: FrameDecoder
     /// The start of a frame whose rest has not arrived yet (a copy: the read buffer it came
     /// from is left to the frames already delivered).
     private var pending: ByteBuffer?
+    /// Counts the frames that were pending, so that a timeout set for one frame does not fire
+    /// for a later one.
+    private var pendingGeneration: UInt64 = 0
     /// Set once a frame was refused or the channel closed: nothing more is delivered.
     private var failed = false
 
-    init(connection: NIOClusterConnection, maximumFrameSize: Int) {
+    init(connection: NIOClusterConnection) {
         self.connection = connection
-        decoder = FrameDecoder(maximumFrameSize: maximumFrameSize)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -283,8 +314,11 @@ final class NIOFrameHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         var delivered = 0
         do {
-            // A frame's handling may close the channel (a protocol violation): then stop.
-            while !failed, let frame = try decoder.decode(buffer: &input) {
+            // A frame's handling may close the channel (a protocol violation) or raise the
+            // frame limit (the handshake completed): the limit is read for every frame.
+            while !failed {
+                var decoder = FrameDecoder(maximumFrameSize: connection.frameLimit)
+                guard let frame = try decoder.decode(buffer: &input) else { break }
                 delivered += 1
                 connection.deliver(frame)
             }
@@ -299,18 +333,36 @@ final class NIOFrameHandler: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         // A new frame in progress: copy its start into a buffer of its own, with room for the
-        // whole frame once its length has arrived (bounded: the length is the peer's word until
-        // the bytes come). Small frames' leftovers are a few bytes; the buffer they came from
-        // stays with the frames delivered from it.
-        let announced = input.getInteger(at: input.readerIndex, endianness: .big, as: UInt32.self).map { Int($0) + 4 }
+        // frame's announced size but at most twice what arrived (at least 64 KiB, at most the
+        // frame): it grows, doubling, as the rest arrives, so a length prefix alone reserves
+        // little. Small frames' leftovers are a few bytes; the buffer they came from stays with
+        // the frames delivered from it.
+        let announced = input.getInteger(at: input.readerIndex, endianness: .big, as: UInt32.self)
+            .map { Int($0) + 4 } ?? input.readableBytes
         var kept = context.channel.allocator.buffer(
-            capacity: min(max(announced ?? 0, input.readableBytes), Self.largestReservation))
+            capacity: max(input.readableBytes, min(announced, max(input.readableBytes * 2, 64 << 10))))
         kept.writeBuffer(&input)
         pending = kept
+        pendingGeneration &+= 1
+        startIncompleteFrameTimer(context: context)
     }
 
-    /// The most reserved for a frame in progress before its bytes arrive.
-    static let largestReservation = 1 << 20
+    /// Closes the connection if the frame now pending is still pending after the timeout.
+    private func startIncompleteFrameTimer(context: ChannelHandlerContext) {
+        guard let timeout = connection.incompleteFrameTimeout else { return }
+        let generation = pendingGeneration
+        context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            guard !failed, let pending, pendingGeneration == generation else { return }
+            failed = true
+            self.pending = nil
+            let announced = pending.getInteger(at: pending.readerIndex, endianness: .big, as: UInt32.self)
+                .map { Int($0) + 4 } ?? 0
+            let duration = Duration.nanoseconds(timeout.nanoseconds)
+            errorCaught(
+                context: context,
+                error: WireError.incompleteFrame(received: pending.readableBytes, announced: announced, timeout: duration))
+        }
+    }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         connection.deliveredBurst()
@@ -327,6 +379,7 @@ final class NIOFrameHandler: ChannelInboundHandler, @unchecked Sendable {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A frame the decoder refused, or a socket error: the connection is unusable.
         if connection.closingError == nil { connection.closingError = error }
+        pending = nil
         context.close(promise: nil)
     }
 }

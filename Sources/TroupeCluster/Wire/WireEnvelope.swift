@@ -14,8 +14,10 @@ enum WireEnvelope: Sendable, Equatable {
     case hello(Hello)
     case challenge(Challenge)
     case proof(Proof)
-    /// The handshake failed; `youAreDown` tells a node that the cluster removed it.
-    case refused(reason: String, youAreDown: Bool)
+    /// The handshake failed, with the reason. A refusal can tell the peer that the cluster
+    /// removed it, but only with a ``DownNotice`` proved like the handshake itself: an
+    /// unproved refusal closes one connection and changes nothing else.
+    case refused(Refusal)
     // Established associations.
     case invocation(Invocation)
     case reply(Reply)
@@ -27,8 +29,9 @@ enum WireEnvelope: Sendable, Equatable {
     /// The sender leaves the cluster: its peers mark it down at once.
     case leaving
 
-    /// The only wire version so far. A peer speaking another is refused at the handshake.
-    static let version: UInt8 = 1
+    /// The wire version. A peer speaking another is refused at the handshake. Version 2 (the
+    /// proved "you are down" notice) replaced version 1.
+    static let version: UInt8 = 2
 
     enum Kind: UInt8 {
         case hello = 1, challenge, proof, refused
@@ -48,6 +51,29 @@ enum WireEnvelope: Sendable, Equatable {
     }
 
     struct Proof: Sendable, Equatable {
+        let proof: [UInt8]
+    }
+
+    struct Refusal: Sendable, Equatable {
+        /// Why, for the peer's log (a receiver treats it as untrusted text).
+        let reason: String
+        /// Present when the refusing node says that the cluster removed the peer.
+        let downNotice: DownNotice?
+
+        init(reason: String, downNotice: DownNotice? = nil) {
+            self.reason = reason
+            self.downNotice = downNotice
+        }
+    }
+
+    /// "The cluster removed you", proved: an HMAC over both of this connection's nonces and
+    /// both identities (``Handshake/downProof(down:initiator:responder:initiatorNonce:responderNonce:)``),
+    /// so only a node that knows the secret can say it, and only on the connection it answers.
+    struct DownNotice: Sendable, Equatable {
+        /// The node that says it.
+        let from: MemberID
+        /// The responder's nonce (a responder refusing a hello has not sent one yet).
+        let responderNonce: [UInt8]
         let proof: [UInt8]
     }
 
@@ -212,10 +238,17 @@ extension WireEnvelope {
         case .proof(let proof):
             buffer.writeHeader(.proof)
             buffer.writeBytes(proof.proof)
-        case .refused(let reason, let youAreDown):
+        case .refused(let refusal):
             buffer.writeHeader(.refused)
-            buffer.writeInteger(youAreDown ? UInt8(1) : 0)
-            buffer.writeWireString(reason)
+            buffer.writeWireString(refusal.reason)
+            if let notice = refusal.downNotice {
+                buffer.writeInteger(UInt8(1))
+                buffer.writeMember(notice.from)
+                buffer.writeBytes(notice.responderNonce)
+                buffer.writeBytes(notice.proof)
+            } else {
+                buffer.writeInteger(UInt8(0))
+            }
         case .invocation(let invocation):
             // The fixed fields in one write (see `ByteBuffer.writeVarint(_:tag:)` for why).
             buffer.writeMultipleIntegers(
@@ -400,9 +433,17 @@ extension WireEnvelope {
         case .proof:
             return .proof(Proof(proof: try reader.fixed(proofLength, "proof")))
         case .refused:
-            let flag = try reader.u8("refusal flag")
-            guard flag <= 1 else { throw WireError.malformed("refusal flag \(flag)") }
-            return .refused(reason: try reader.string("reason"), youAreDown: flag == 1)
+            let reason = try reader.string("reason")
+            switch try reader.u8("down notice flag") {
+            case 0: return .refused(Refusal(reason: reason))
+            case 1:
+                let from = try reader.member()
+                let nonce = try reader.fixed(nonceLength, "nonce")
+                let proof = try reader.fixed(proofLength, "proof")
+                return .refused(
+                    Refusal(reason: reason, downNotice: DownNotice(from: from, responderNonce: nonce, proof: proof)))
+            case let flag: throw WireError.malformed("down notice flag \(flag)")
+            }
         case .invocation:
             let (callID, uid, number) = try reader.threeU64("call id, recipient uid and number")
             let target = try reader.string("target")
