@@ -24,6 +24,7 @@ struct BinaryValueDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        if let elements = BinaryBulk.elements(of: value) { return UnkeyedBinaryDecoding(values: elements, decoder: self) }
         guard case .unkeyed(let values) = value else { throw mismatch([Any].self, found: value, at: codingPath) }
         return UnkeyedBinaryDecoding(values: values, decoder: self)
     }
@@ -107,7 +108,9 @@ struct KeyedBinaryDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, key) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try T(from: decoder.child(try require(key), key: key))
+        let value = try require(key)
+        if let bulk = try BinaryBulk.decode(T.self, from: value) { return bulk }
+        return try T(from: decoder.child(value, key: key))
     }
 
     private func scalar<T>(_ type: T.Type, _ key: Key) throws -> T {
@@ -188,6 +191,7 @@ struct UnkeyedBinaryDecoding: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let (value, key) = try next(type)
+        if let bulk = try BinaryBulk.decode(T.self, from: value) { return bulk }
         return try T(from: decoder.child(value, key: key))
     }
 
@@ -251,7 +255,10 @@ struct SingleValueBinaryDecoding: SingleValueDecodingContainer {
     func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
 
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { try T(from: decoder) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        if let bulk = try BinaryBulk.decode(T.self, from: decoder.value) { return bulk }
+        return try T(from: decoder)
+    }
 
     private func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
         try decoder.decodeInteger(type, from: decoder.value, at: codingPath)

@@ -79,6 +79,7 @@ struct BinaryValueEncoder: Encoder {
 
 /// Encodes a value into a fresh node.
 func encodedNode<Value: Encodable>(_ value: Value, codingPath: [any CodingKey]) throws -> EncodedNode {
+    if let bulk = BinaryBulk.encode(value) { return .scalar(bulk) }
     let node = EncodedNode()
     try value.encode(to: BinaryValueEncoder(node: node, codingPath: codingPath))
     return node
@@ -182,6 +183,7 @@ struct SingleValueBinaryEncoding: SingleValueEncodingContainer, BinaryScalarEnco
     func put(_ value: BinaryValue) { node.content = .scalar(value) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
+        if let bulk = BinaryBulk.encode(value) { return put(bulk) }
         try value.encode(to: BinaryValueEncoder(node: node, codingPath: codingPath))
     }
 }
