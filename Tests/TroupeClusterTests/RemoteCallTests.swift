@@ -121,6 +121,55 @@ struct RemoteCallTests {
         await shutdownAll([first, second])
     }
 
+    @Test func aCallsOwnTimeoutOverridesTheSetting() async throws {
+        let first = try await startNode(callTimeout: .seconds(30))
+        let second = try await startNode(seeds: [first.cluster.node])
+        let greeter = Greeter(actorSystem: second.cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: first.cluster)
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await ClusterSystem.withCallTimeout(.milliseconds(200)) { try await remote.slow(.seconds(5)) }
+        } throws: { error in
+            guard case ClusterCallError.timedOut(_, let after) = error else { return false }
+            return after == .milliseconds(200)
+        }
+        // Within one sweep interval (100 ms with a 30 s setting) of its own limit, not 30 s.
+        #expect(ContinuousClock.now - started < .seconds(3))
+        // Outside the scope, the setting holds again (the call completes, in 50 ms).
+        #expect(try await remote.slow(.milliseconds(50)) == 1)
+        await shutdownAll([first, second])
+    }
+
+    @Test func callsEndWhenTheActorSystemShutsDownBeforeTheCluster() async throws {
+        let first = try await startNode(callTimeout: .milliseconds(300))
+        let second = try await startNode(seeds: [first.cluster.node])
+        let greeter = Greeter(actorSystem: second.cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: first.cluster)
+        #expect(try await remote.greet("before") == "Hello, before!")
+        // The calling node's actor system goes first, with a call in flight.
+        let inFlight = Task { try await remote.slow(.seconds(5)) }
+        try await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        await first.actors.shutdown()
+        await #expect {
+            _ = try await inFlight.value
+        } throws: { error in
+            guard case ClusterCallError.systemShutDown = error else { return false }
+            return true
+        }
+        // A call made afterwards fails at once instead of waiting for a reply nothing times out.
+        await #expect {
+            _ = try await remote.slow(.seconds(5))
+        } throws: { error in
+            guard case ClusterCallError.systemShutDown = error else { return false }
+            return true
+        }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        await waitUntil("the cluster shut down with its actor system") { first.cluster.shutDown }
+        await first.cluster.shutdown()
+        await shutdownAll([second])
+    }
+
     @Test func anActorThatIsGoneIsUnknown() async throws {
         let nodes = try await startCluster(2)
         var greeter: Greeter? = Greeter(actorSystem: nodes[1].cluster)

@@ -26,7 +26,8 @@ public struct ClusterSettings: Sendable {
     /// The shared secret every node proves it knows at the handshake (HMAC-SHA256
     /// challenge-response; never sent). At least 16 bytes of UTF-8.
     public var secret: String
-    /// How long a remote call waits for its reply unless the call says otherwise.
+    /// How long a remote call waits for its reply, unless it is made inside
+    /// ``ClusterSystem/withCallTimeout(_:isolation:_:)``.
     public var callTimeout: Duration
     /// Frames above this size close the connection (default 8 MiB). Before a peer has proved
     /// the secret, the much smaller ``ClusterConnectionLimits/unauthenticatedFrameSize`` applies.

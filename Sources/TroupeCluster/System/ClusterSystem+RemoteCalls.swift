@@ -18,7 +18,34 @@ struct PendingCall {
     let continuation: UnsafeContinuation<WireEnvelope.Reply.Outcome, any Error>
     /// When the call times out, on the actor system's clock (``ActorSystem/uptime``).
     let deadline: Duration
+    /// The time limit the call was given (for the error).
+    let timeout: Duration
     let target: String
+}
+
+extension ClusterSystem {
+    /// The time limit of remote calls made in `body` (on this task and the tasks it creates),
+    /// instead of ``ClusterSettings/callTimeout``:
+    ///
+    /// ```swift
+    /// let report = try await ClusterSystem.withCallTimeout(.seconds(30)) {
+    ///     try await analyst.longReport()
+    /// }
+    /// ```
+    ///
+    /// A call that is still waiting when its limit passes fails with
+    /// ``ClusterCallError/timedOut(target:after:)`` (the remote node may still run it). The
+    /// limit must be positive.
+    public static func withCallTimeout<Result>(
+        _ timeout: Duration, isolation: isolated (any Actor)? = #isolation,
+        _ body: () async throws -> Result
+    ) async rethrows -> Result {
+        precondition(timeout > .zero, "ClusterSystem.withCallTimeout needs a positive duration, got \(timeout)")
+        return try await $callTimeoutOverride.withValue(timeout, operation: body, isolation: isolation)
+    }
+
+    /// The limit set by ``withCallTimeout(_:isolation:_:)``, if any.
+    @TaskLocal static var callTimeoutOverride: Duration?
 }
 
 extension ClusterSystem {
@@ -50,7 +77,8 @@ extension ClusterSystem {
     }
 
     /// Sends the invocation and waits for its reply, at most ``ClusterSettings/callTimeout``
-    /// (measured on the actor system's timer). Cancelling the calling task fails the call with
+    /// or the limit of an enclosing ``withCallTimeout(_:isolation:_:)`` (measured on the actor
+    /// system's timer). Cancelling the calling task fails the call with
     /// `CancellationError` (the remote node may still run it).
     ///
     /// `nonisolated(nonsending)`: it runs on the caller's executor (as the cancellation handler
@@ -61,6 +89,10 @@ extension ClusterSystem {
         _ recipient: ClusterActorID, target: RemoteCallTarget, invocation: ClusterInvocationEncoder
     ) async throws -> WireEnvelope.Reply.Outcome {
         guard !shutDown else { throw ClusterCallError.systemShutDown }
+        // Without the actor system nothing would time the call out (its timer has stopped):
+        // the cluster shuts down with it (see `sweepDeadlines`).
+        guard !actorSystem.isShuttingDown else { throw ClusterCallError.systemShutDown }
+        let timeout = Self.callTimeoutOverride ?? settings.callTimeout
         let association: Association
         if let current = currentAssociation(to: recipient.node) {
             association = current
@@ -73,12 +105,13 @@ extension ClusterSystem {
                 callID: callID, recipientUID: recipient.node.uid, recipientNumber: recipient.number,
                 target: target.identifier, genericSubstitutions: invocation.genericSubstitutions,
                 arguments: invocation.arguments))
-        let deadline = actorSystem.uptime + settings.callTimeout
+        let deadline = actorSystem.uptime + timeout
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 pendingCalls.withLock {
                     $0.byID[callID] = PendingCall(
-                        node: recipient.node, continuation: continuation, deadline: deadline, target: target.identifier)
+                        node: recipient.node, continuation: continuation, deadline: deadline, timeout: timeout,
+                        target: target.identifier)
                 }
                 // A cancellation that came before the call was registered found nothing to fail.
                 if Task.isCancelled { return completeCall(callID, with: .failure(CancellationError())) }
@@ -121,7 +154,8 @@ extension ClusterSystem {
 
 extension ClusterSystem {
     /// How often waiting calls are checked against their deadlines: a tenth of the call
-    /// timeout, between 1 ms and 100 ms. A call times out within one interval after its limit.
+    /// timeout, between 1 ms and 100 ms. A call times out within one interval after its limit
+    /// (a shorter ``withCallTimeout(_:isolation:_:)`` limit within up to 100 ms of it).
     var deadlineSweepInterval: Duration {
         min(max(settings.callTimeout / 10, .milliseconds(1)), .milliseconds(100))
     }
@@ -129,23 +163,28 @@ extension ClusterSystem {
     /// Fails the calls past their deadline with ``ClusterCallError/timedOut(target:after:)``,
     /// then schedules the next sweep on the actor system's timer (one timer entry for all
     /// calls, instead of one per call: a call costs no timer allocation or heap operation).
-    /// When the actor system shuts down first, the waiting calls fail with
-    /// ``ClusterCallError/systemShutDown``: nothing would time them out any more.
+    /// When the actor system shuts down first, the cluster shuts down with it: the waiting
+    /// calls fail with ``ClusterCallError/systemShutDown`` at once (nothing would time them out
+    /// any more, and no distributed method could run), and so does every later call.
     func sweepDeadlines() {
         actorSystem.schedule(after: deadlineSweepInterval) { [weak self] atShutdown in
             guard let self, !self.shutDown else { return }
-            if atShutdown { return self.failCalls(where: { _ in true }, with: { _ in .systemShutDown }) }
+            if atShutdown {
+                self.logger.info("the actor system is shutting down: the cluster node leaves with it")
+                self.failCalls(where: { _ in true }, with: { _ in .systemShutDown })
+                Task { await self.shutdown() }
+                return
+            }
             let now = self.actorSystem.uptime
             let expired = self.pendingCalls.withLock { calls -> [PendingCall] in
                 let ids = calls.byID.filter { $0.value.deadline <= now }.keys
                 return ids.compactMap { calls.byID.removeValue(forKey: $0) }
             }
-            let timeout = self.settings.callTimeout
             for call in expired {
                 self.metrics.callsFailed.increment()
                 // The method by its Swift name (the mangled one is what travels).
                 let target = RemoteCallTarget(call.target).description
-                call.continuation.resume(throwing: ClusterCallError.timedOut(target: target, after: timeout))
+                call.continuation.resume(throwing: ClusterCallError.timedOut(target: target, after: call.timeout))
             }
             self.sweepDeadlines()
         }

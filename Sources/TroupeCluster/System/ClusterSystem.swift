@@ -36,7 +36,9 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     /// without a `userInfo` dictionary (see `decodeValue`).
     let usesBinaryCoder: Bool
     /// The Troupe system the cluster's actors and timers run on. The cluster does not shut it
-    /// down: shut the cluster down first, then the actor system.
+    /// down: shut the cluster down first, then the actor system. If the actor system shuts
+    /// down first, the cluster shuts down with it (calls waiting then fail with
+    /// ``ClusterCallError/systemShutDown``).
     public let actorSystem: ActorSystem
     let transport: any ClusterTransport
     let handshake: Handshake
