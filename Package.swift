@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "TroupeTracing", targets: ["TroupeTracing"]),
         .library(name: "TroupeTesting", targets: ["TroupeTesting"]),
         .library(name: "TroupeCluster", targets: ["TroupeCluster"]),
+        // TLS with mutual authentication for TroupeCluster's connections (swift-nio-ssl, which
+        // bundles BoringSSL: no system package).
+        .library(name: "TroupeClusterTLS", targets: ["TroupeClusterTLS"]),
         // One cluster node with an echo actor that prints membership events: for trying a
         // cluster by hand, and for the multi-process tests and benchmarks.
         .executable(name: "troupe-cluster-node", targets: ["troupe-cluster-node"]),
@@ -39,6 +42,7 @@ let package = Package(
         // TroupeCluster's transport and handshake.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // `swift package generate-documentation` (scripts/docs.sh); a command plugin, never linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.4.0"),
     ],
@@ -100,10 +104,40 @@ let package = Package(
             ],
             path: "Sources/TroupeCluster"
         ),
+        .target(
+            name: "TroupeClusterTLS",
+            dependencies: [
+                "TroupeCluster",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Sources/TroupeClusterTLS"
+        ),
+        .testTarget(
+            name: "TroupeClusterTLSTests",
+            dependencies: [
+                "TroupeClusterTLS", "TroupeCluster", "Troupe", "TroupeTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Tests/TroupeClusterTLSTests",
+            exclude: ["Certificates"]
+        ),
         .executableTarget(
             name: "troupe-cluster-node",
             dependencies: ["TroupeCluster", "Troupe", .product(name: "Logging", package: "swift-log")],
             path: "Sources/troupe-cluster-node"
+        ),
+        // libFuzzer target for TroupeCluster's decoders of untrusted bytes (scripts/fuzz.sh); a
+        // normal build replays its corpus instead (not a product).
+        .executableTarget(
+            name: "troupe-cluster-fuzz",
+            dependencies: [
+                "TroupeCluster", "TroupeClusterMembership", .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/TroupeClusterFuzz",
+            exclude: ["Corpus", "Crashes"]
         ),
         .testTarget(
             name: "TroupeClusterTests",

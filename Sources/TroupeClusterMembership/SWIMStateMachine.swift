@@ -1,20 +1,63 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Failure detection and membership by SWIM, as a pure state machine: no threads, no clock, no
 /// network. The caller feeds it time (`tick(now:)`) and messages (`receive(_:from:now:)`) and
-/// carries out what it returns (`SWIMDirective`s: messages to send, membership events), so that
-/// its tests replay any schedule of messages, losses and partitions deterministically.
+/// carries out what it returns (`SWIMDirective`s: messages to send, membership events, members
+/// to dial), so that its tests replay any schedule of messages, losses and partitions
+/// deterministically.
 ///
-/// The protocol: every `probeInterval` a member pings the next member of a shuffled round; a
-/// ping unanswered after `pingTimeout` is retried indirectly through `indirectProbes` other
+/// The protocol: every probe interval a member pings the next member of a shuffled round; a
+/// ping unanswered after the ping timeout is retried indirectly through `indirectProbes` other
 /// members (the case where one link is cut but the member is up); unanswered by the end of the
 /// probe period, the member becomes suspect. A suspect refutes by raising its incarnation; a
-/// suspect past `suspicionTimeout` becomes unreachable, and an unreachable member past
+/// suspect past its suspicion timeout becomes unreachable, and an unreachable member past
 /// `downAfter` is down, for good (a restarted node joins with a new uid). Status changes ride on
 /// every message as gossip. Any message from a member is proof of life.
+///
+/// No single member's gossip can add, remove or condemn another member, nor this one (a buggy or
+/// compromised peer may send anything):
+/// - Admission only by direct contact: a member enters the table through `join(_:now:)`, as the
+///   sender of a message, or through `heard(from:now:)` (the caller's authenticated peers).
+///   Gossip naming an unknown member yields `.discovered` (at most once per `probeInterval` per
+///   member, from a memory of `maximumRememberedDiscoveries`); the caller dials it and joins it
+///   when its handshake completes.
+/// - Down needs this node's own evidence: `suspect` or `unreachable` gossip about another
+///   member makes it at most suspect here and probes it at once, so that a live member clears
+///   itself; only this node's own suspicion timer (or `confirmUnreachable`) makes it
+///   unreachable; `down` gossip applies only to a member already unreachable here. Gossip about
+///   this node other than suspicion (which it refutes) is ignored. A suspicion this node's own
+///   contact has cleared is not taken up again from gossip at the same incarnation, so that a
+///   suspicion the member cannot outbid (incarnation `UInt64.max`) dies out.
+/// - Lifeguard (Dadgar et al., as in HashiCorp memberlist): a Local Health Multiplier, raised
+///   when a probe of this node's rounds goes unanswered or it refutes a suspicion of itself, and
+///   lowered when a probe is answered directly, stretches its probe interval and ping timeout
+///   (× (multiplier + 1)), so that a slow node accuses others less; a suspicion's timeout starts
+///   at `suspicionTimeout × suspicionMaximumMultiplier` and shrinks to `suspicionTimeout` as
+///   other members confirm it (gossip it, each a distinct sender).
+/// - Joins are pushed: a member first admitted by direct contact (not after gossip named it)
+///   is announced at once to up to `joinPushFanOut` alive members, by a ping of sequence 0
+///   (never a probe's, so its acks are ignored), instead of waiting for probe rounds.
+/// - Down members stay as tombstones, so that gossip cannot bring them back, at most
+///   `maximumTombstones` of them, the oldest dropped first.
 public struct SWIMStateMachine: Sendable {
     public let myself: MemberID
     public let settings: SWIMSettings
     public private(set) var incarnation: UInt64 = 0
+    /// Lifeguard's Local Health Multiplier, 0...`maximumLocalHealthMultiplier`: high when this
+    /// node's own probes go unanswered or it is suspected, as when it is itself slow or cut off.
+    public private(set) var localHealthMultiplier = 0
     private var members: [MemberID: Entry] = [:]
+    /// Down members, oldest first: the tombstones dropped first.
+    private var tombstones: [MemberID] = []
+    /// Members reported as `.discovered` within the last probe interval, oldest first.
+    private var discoveryOrder: [MemberID] = []
+    private var discoveredAt: [MemberID: Duration] = [:]
     private var round: [MemberID] = []
     private var nextProbeAt: Duration?
     private var sequence: UInt64 = 0
@@ -26,12 +69,29 @@ public struct SWIMStateMachine: Sendable {
     struct Entry {
         var status: MemberStatus
         var since: Duration
+        /// While suspect: who accused it, for the dynamic suspicion timeout.
+        var suspicion: Suspicion?
+        /// The incarnation at which this node's own contact with the member last cleared a
+        /// suspicion: gossip suspecting it at that incarnation again is not taken up.
+        var suspicionClearedAt: UInt64?
+    }
+
+    struct Suspicion {
+        /// Whoever made it suspect here (this node, or the sender of the gossip); not a confirmation.
+        let accuser: MemberID
+        var confirmations: Set<MemberID> = []
+        /// Confirmations that bring the timeout down to `suspicionTimeout`.
+        let confirmationsNeeded: Int
     }
 
     struct Probe {
         let target: MemberID
-        let sentAt: Duration
-        var indirect: Bool
+        let indirectAt: Duration
+        let expiresAt: Duration
+        /// Only the probe rounds' own probes measure this node's health (not those that join or
+        /// check gossip, whose targets others chose).
+        let measuresLocalHealth: Bool
+        var indirect = false
     }
 
     struct Relay {
@@ -53,22 +113,26 @@ public struct SWIMStateMachine: Sendable {
         generator = SplitMix(seed: seed ^ myself.uid)
     }
 
-    /// What this member knows of every other (down ones included).
+    /// What this member knows of every other (down ones included, up to `maximumTombstones`).
     public var membership: [MemberID: MemberStatus] { members.mapValues(\.status) }
 
     public func status(of member: MemberID) -> MemberStatus? {
         member == myself ? .alive(incarnation: incarnation) : members[member]?.status
     }
 
-    /// Joins through `seeds`: they are pinged at once, and they learn of this member from it.
+    /// The probe interval, stretched by the local health multiplier.
+    public var effectiveProbeInterval: Duration { settings.probeInterval * (localHealthMultiplier + 1) }
+
+    /// The ping timeout, stretched by the local health multiplier.
+    public var effectivePingTimeout: Duration { settings.pingTimeout * (localHealthMultiplier + 1) }
+
+    /// Joins through `seeds` (the caller has contact with them): they are pinged at once, and
+    /// learn of this member from it.
     public mutating func join(_ seeds: [MemberID], now: Duration) -> [SWIMDirective] {
         var out: [SWIMDirective] = []
         for seed in seeds where seed != myself && members[seed] == nil {
-            members[seed] = Entry(status: .alive(incarnation: 0), since: now)
-            // Gossiped, so that the members already here learn of the newcomer.
-            enqueue(seed, .alive(incarnation: 0))
-            out.append(.event(MembershipEvent(member: seed, status: .alive(incarnation: 0))))
-            out.append(sendPing(to: seed, now: now))
+            out += admit(seed, now: now)
+            out.append(sendPing(to: seed, now: now, measuresLocalHealth: false))
         }
         return out
     }
@@ -81,8 +145,7 @@ public struct SWIMStateMachine: Sendable {
         var out: [SWIMDirective] = []
         // Probes: indirect after the ping timeout, suspicion at the end of the probe period.
         for (sequence, probe) in probes.sorted(by: { $0.key < $1.key }) {
-            let age = now - probe.sentAt
-            if !probe.indirect && age >= settings.pingTimeout {
+            if !probe.indirect && now >= probe.indirectAt {
                 probes[sequence]?.indirect = true
                 let helpers = pick(settings.indirectProbes, from: reachableMembers.filter { $0 != probe.target })
                 for helper in helpers {
@@ -92,18 +155,25 @@ public struct SWIMStateMachine: Sendable {
                         ))
                 }
             }
-            if age >= settings.probeInterval {
+            if now >= probe.expiresAt {
                 probes[sequence] = nil
-                if case .alive(let i)? = members[probe.target]?.status {
-                    out += change(probe.target, to: .suspect(incarnation: i), now: now)
+                if probe.measuresLocalHealth { adjustLocalHealth(by: 1) }
+                switch members[probe.target]?.status {
+                case .alive(let i)?:
+                    out += change(probe.target, to: .suspect(incarnation: i), now: now, accuser: myself)
+                case .suspect?:
+                    confirmSuspicion(of: probe.target, by: myself)
+                default:
+                    break
                 }
             }
         }
         relays = relays.filter { now - $0.value.sentAt < settings.probeInterval }
+        forgetDiscoveries(expiredBy: now)
         // Suspicion and unreachability time out.
         for (member, entry) in members.sorted(by: { $0.key.description < $1.key.description }) {
             switch entry.status {
-            case .suspect(let i) where now - entry.since >= settings.suspicionTimeout:
+            case .suspect(let i) where now - entry.since >= suspicionTimeout(entry.suspicion):
                 out += change(member, to: .unreachable(incarnation: i), now: now)
             case .unreachable where now - entry.since >= settings.downAfter:
                 out += change(member, to: .down, now: now)
@@ -113,18 +183,19 @@ public struct SWIMStateMachine: Sendable {
         }
         // The next probe.
         if nextProbeAt == nil || now >= nextProbeAt! {
-            nextProbeAt = now + settings.probeInterval
-            if let target = nextTarget() { out.append(sendPing(to: target, now: now)) }
+            nextProbeAt = now + effectiveProbeInterval
+            if let target = nextTarget() { out.append(sendPing(to: target, now: now, measuresLocalHealth: true)) }
         }
         return out
     }
 
     // MARK: Messages
 
-    /// Handles a message from `sender`.
+    /// Handles a message from `sender` (a peer the caller authenticated: it is admitted if new).
     public mutating func receive(_ message: SWIMMessage, from sender: MemberID, now: Duration) -> [SWIMDirective] {
+        guard sender != myself else { return [] }
         var out = proofOfLife(sender, now: now)
-        for item in message.gossip { out += merge(item, now: now) }
+        for item in message.gossip { out += merge(item, from: sender, now: now) }
         switch message {
         case .ping(let sequence, _):
             out.append(.send(.ack(sequence: sequence, target: myself, gossip: outgoingGossip()), to: sender))
@@ -132,11 +203,12 @@ public struct SWIMStateMachine: Sendable {
             if target == myself {
                 out.append(.send(.ack(sequence: sequence, target: myself, gossip: outgoingGossip()), to: sender))
             } else {
-                self.sequence += 1
-                relays[self.sequence] = Relay(requester: sender, sequence: sequence, target: target, sentAt: now)
-                out.append(.send(.ping(sequence: self.sequence, gossip: outgoingGossip()), to: target))
+                let relayed = nextSequence()
+                relays[relayed] = Relay(requester: sender, sequence: sequence, target: target, sentAt: now)
+                out.append(.send(.ping(sequence: relayed, gossip: outgoingGossip()), to: target))
             }
         case .ack(let sequence, let target, _):
+            // Sequence 0 (pushed joins, the caller's redials) is never a probe's nor a relay's.
             if let relay = relays.removeValue(forKey: sequence) {
                 out.append(
                     .send(
@@ -144,7 +216,11 @@ public struct SWIMStateMachine: Sendable {
                         to: relay.requester))
             } else if let probe = probes[sequence], probe.target == target {
                 probes[sequence] = nil
-                if target != sender { out += proofOfLife(target, now: now) }
+                if target != sender {
+                    out += proofOfLife(target, now: now)
+                } else if probe.measuresLocalHealth {
+                    adjustLocalHealth(by: -1)
+                }
             }
         }
         return out
@@ -152,10 +228,15 @@ public struct SWIMStateMachine: Sendable {
 
     // MARK: Evidence from outside the protocol
 
-    /// Any frame from `member` (not only SWIM's) is proof of life, and answers a probe of it.
+    /// Any frame from `member` (not only SWIM's) is proof of life, and answers a probe of it. A
+    /// member not known yet is admitted (the caller hears only authenticated peers).
     public mutating func heard(from member: MemberID, now: Duration) -> [SWIMDirective] {
         guard member != myself else { return [] }
         let out = proofOfLife(member, now: now)
+        // The frame came straight from it: as good as a direct ack for this node's health.
+        if probes.values.contains(where: { $0.target == member && $0.measuresLocalHealth }) {
+            adjustLocalHealth(by: -1)
+        }
         probes = probes.filter { $0.value.target != member }
         return out
     }
@@ -185,53 +266,184 @@ public struct SWIMStateMachine: Sendable {
             .sorted { $0.description < $1.description }
     }
 
+    /// How many members recalled as `.discovered` lately (bounded by `maximumRememberedDiscoveries`).
+    var rememberedDiscoveryCount: Int { discoveredAt.count }
+
+    /// Adds `member`, which the caller has direct contact with, and pushes the news to the alive
+    /// members, unless gossip named it lately (whoever told this node is spreading it already;
+    /// so that a join costs O(members) pushes, not O(members²)).
+    private mutating func admit(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+        let status = MemberStatus.alive(incarnation: 0)
+        members[member] = Entry(status: status, since: now)
+        enqueue(member, status)
+        var out: [SWIMDirective] = [.event(MembershipEvent(member: member, status: status))]
+        guard !forgetDiscovery(of: member) else { return out }
+        let news = [
+            SWIMMessage.Gossip(member: myself, status: .alive(incarnation: incarnation)),
+            SWIMMessage.Gossip(member: member, status: status),
+        ]
+        let recipients = reachableMembers.filter { $0 != member }
+        for recipient in pick(settings.joinPushFanOut, from: recipients) {
+            out.append(.send(.ping(sequence: 0, gossip: news), to: recipient))
+        }
+        return out
+    }
+
     /// A message from `member` shows it is up: a suspect or unreachable member is alive again
-    /// here (at its incarnation; it refutes others' suspicion itself when it hears of it).
+    /// here (at its incarnation; it refutes others' suspicion itself when it hears of it). An
+    /// unknown member is admitted.
     private mutating func proofOfLife(_ member: MemberID, now: Duration) -> [SWIMDirective] {
         guard member != myself else { return [] }
-        guard let entry = members[member] else {
-            members[member] = Entry(status: .alive(incarnation: 0), since: now)
-            enqueue(member, .alive(incarnation: 0))
-            return [.event(MembershipEvent(member: member, status: .alive(incarnation: 0)))]
-        }
+        guard let entry = members[member] else { return admit(member, now: now) }
         switch entry.status {
         case .suspect(let i), .unreachable(let i):
-            members[member] = Entry(status: .alive(incarnation: i), since: now)
+            members[member] = Entry(status: .alive(incarnation: i), since: now, suspicionClearedAt: i)
             return [.event(MembershipEvent(member: member, status: .alive(incarnation: i)))]
         case .alive, .down:
             return []
         }
     }
 
-    private mutating func merge(_ item: SWIMMessage.Gossip, now: Duration) -> [SWIMDirective] {
-        if item.member == myself {
-            // Suspected (or declared unreachable) at our incarnation or later: refute.
-            switch item.status {
-            case .suspect(let i), .unreachable(let i):
-                if i >= incarnation {
-                    incarnation = i + 1
-                    enqueue(myself, .alive(incarnation: incarnation))
-                }
-            case .alive, .down:
-                break
-            }
-            return []
+    private mutating func merge(_ item: SWIMMessage.Gossip, from sender: MemberID, now: Duration) -> [SWIMDirective] {
+        if item.member == myself { return refute(item.status) }
+        // The message itself is fresher news of its sender than anything it says against itself.
+        if item.member == sender {
+            guard case .alive = item.status else { return [] }
         }
         guard let known = members[item.member] else {
-            guard item.status != .down else { return [] }
-            members[item.member] = Entry(status: item.status, since: now)
-            enqueue(item.member, item.status)
-            return [.event(MembershipEvent(member: item.member, status: item.status))]
+            return item.status == .down ? [] : discover(item.member, now: now)
         }
-        guard item.status.supersedes(known.status) else { return [] }
-        return change(item.member, to: item.status, now: now)
+        switch item.status {
+        case .alive:
+            guard item.status.supersedes(known.status) else { return [] }
+            return change(item.member, to: item.status, now: now)
+        case .suspect(let i), .unreachable(let i):
+            // Others' suspicion is a reason to look, not a verdict: at most suspect here.
+            return suspectFromGossip(item.member, incarnation: i, accuser: sender, now: now)
+        case .down:
+            // Only on this node's own evidence: the member is unreachable here already.
+            guard case .unreachable = known.status else { return [] }
+            return change(item.member, to: .down, now: now)
+        }
     }
 
-    private mutating func change(_ member: MemberID, to status: MemberStatus, now: Duration) -> [SWIMDirective] {
-        members[member] = Entry(status: status, since: now)
+    /// Gossip about this node: only suspicion matters, refuted by a higher incarnation
+    /// (saturating: a forged `UInt64.max` must not trap; direct probes clear this node anyway).
+    private mutating func refute(_ status: MemberStatus) -> [SWIMDirective] {
+        switch status {
+        case .suspect(let i), .unreachable(let i):
+            guard i >= incarnation else { return [] }
+            incarnation = i == .max ? .max : i + 1
+            adjustLocalHealth(by: 1)
+            enqueue(myself, .alive(incarnation: incarnation))
+        case .alive, .down:
+            break
+        }
+        return []
+    }
+
+    private mutating func suspectFromGossip(
+        _ member: MemberID, incarnation i: UInt64, accuser: MemberID, now: Duration
+    ) -> [SWIMDirective] {
+        guard let known = members[member] else { return [] }
+        let suspicion = MemberStatus.suspect(incarnation: i)
+        if known.status == suspicion {
+            confirmSuspicion(of: member, by: accuser)
+            return []
+        }
+        guard suspicion.supersedes(known.status) else { return [] }
+        if known.status == .alive(incarnation: i) && known.suspicionClearedAt == i { return [] }
+        var out = change(member, to: suspicion, now: now, accuser: accuser)
+        if !probes.values.contains(where: { $0.target == member }) {
+            out.append(sendPing(to: member, now: now, measuresLocalHealth: false))
+        }
+        return out
+    }
+
+    private mutating func confirmSuspicion(of member: MemberID, by confirmer: MemberID) {
+        guard var suspicion = members[member]?.suspicion, confirmer != suspicion.accuser,
+            suspicion.confirmations.count < suspicion.confirmationsNeeded
+        else { return }
+        suspicion.confirmations.insert(confirmer)
+        members[member]?.suspicion = suspicion
+    }
+
+    /// Lifeguard's dynamic suspicion timeout: from `suspicionTimeout × suspicionMaximumMultiplier`
+    /// with no confirmation down to `suspicionTimeout` with all those needed, logarithmically.
+    private func suspicionTimeout(_ suspicion: Suspicion?) -> Duration {
+        let minimum = settings.suspicionTimeout
+        let maximum = minimum * max(1, settings.suspicionMaximumMultiplier)
+        guard let suspicion, suspicion.confirmationsNeeded > 0 else { return minimum }
+        let progress =
+            log(Double(suspicion.confirmations.count + 1)) / log(Double(suspicion.confirmationsNeeded + 1))
+        return max(minimum, maximum - (maximum - minimum) * min(1, progress))
+    }
+
+    /// Confirmations a new suspicion of `member` can get: the members that could confirm it
+    /// (alive or suspect, but not it nor its accuser), up to `suspicionConfirmations`, so that a
+    /// small cluster is not held to the longest timeout for want of members.
+    private func confirmationsNeeded(toSuspect member: MemberID) -> Int {
+        let others = members.filter { key, entry in
+            guard key != member else { return false }
+            switch entry.status {
+            case .alive, .suspect: return true
+            case .unreachable, .down: return false
+            }
+        }.count
+        // This node and the others (the table holds no entry for this node) less the accuser.
+        return max(0, min(settings.suspicionConfirmations, others))
+    }
+
+    private mutating func change(
+        _ member: MemberID, to status: MemberStatus, now: Duration, accuser: MemberID? = nil
+    ) -> [SWIMDirective] {
+        var entry = Entry(status: status, since: now, suspicionClearedAt: members[member]?.suspicionClearedAt)
+        if case .suspect = status {
+            entry.suspicion = Suspicion(
+                accuser: accuser ?? myself, confirmationsNeeded: confirmationsNeeded(toSuspect: member))
+        }
+        members[member] = entry
         enqueue(member, status)
-        if status == .down { probes = probes.filter { $0.value.target != member } }
+        if status == .down {
+            probes = probes.filter { $0.value.target != member }
+            tombstones.append(member)
+            while tombstones.count > max(0, settings.maximumTombstones) {
+                members[tombstones.removeFirst()] = nil
+            }
+        }
         return [.event(MembershipEvent(member: member, status: status))]
+    }
+
+    private mutating func adjustLocalHealth(by delta: Int) {
+        localHealthMultiplier = min(
+            max(0, localHealthMultiplier + delta), max(0, settings.maximumLocalHealthMultiplier))
+    }
+
+    /// `.discovered(member)`, unless reported within the last probe interval; the memory of
+    /// reports is bounded (oldest dropped), so that a flood of made-up names costs bounded memory.
+    private mutating func discover(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+        forgetDiscoveries(expiredBy: now)
+        guard discoveredAt[member] == nil else { return [] }
+        discoveredAt[member] = now
+        discoveryOrder.append(member)
+        while discoveryOrder.count > max(0, settings.maximumRememberedDiscoveries) {
+            discoveredAt[discoveryOrder.removeFirst()] = nil
+        }
+        return [.discovered(member)]
+    }
+
+    private mutating func forgetDiscoveries(expiredBy now: Duration) {
+        while let oldest = discoveryOrder.first, now - discoveredAt[oldest]! >= settings.probeInterval {
+            discoveredAt[oldest] = nil
+            discoveryOrder.removeFirst()
+        }
+    }
+
+    /// Forgets that `member` was discovered; returns whether it was.
+    private mutating func forgetDiscovery(of member: MemberID) -> Bool {
+        guard discoveredAt.removeValue(forKey: member) != nil else { return false }
+        discoveryOrder.removeAll { $0 == member }
+        return true
     }
 
     private mutating func enqueue(_ member: MemberID, _ status: MemberStatus) {
@@ -251,9 +463,17 @@ public struct SWIMStateMachine: Sendable {
         return picked
     }
 
-    private mutating func sendPing(to target: MemberID, now: Duration) -> SWIMDirective {
-        sequence += 1
-        probes[sequence] = Probe(target: target, sentAt: now, indirect: false)
+    /// Never 0, which pushed joins and the caller's own pings use, so that their acks match nothing.
+    private mutating func nextSequence() -> UInt64 {
+        sequence = sequence == .max ? 1 : sequence + 1
+        return sequence
+    }
+
+    private mutating func sendPing(to target: MemberID, now: Duration, measuresLocalHealth: Bool) -> SWIMDirective {
+        let sequence = nextSequence()
+        probes[sequence] = Probe(
+            target: target, indirectAt: now + effectivePingTimeout, expiresAt: now + effectiveProbeInterval,
+            measuresLocalHealth: measuresLocalHealth)
         return .send(.ping(sequence: sequence, gossip: outgoingGossip()), to: target)
     }
 
@@ -267,10 +487,12 @@ public struct SWIMStateMachine: Sendable {
         return round.isEmpty ? nil : round.removeFirst()
     }
 
+    /// `count` of `candidates` at random (all of them, in order, when there are no more).
     private mutating func pick(_ count: Int, from candidates: [MemberID]) -> [MemberID] {
+        guard candidates.count > count else { return candidates }
         var shuffled = candidates
         shuffled.shuffle(using: &generator)
-        return Array(shuffled.prefix(count))
+        return Array(shuffled.prefix(max(0, count)))
     }
 }
 
@@ -278,23 +500,47 @@ public struct SWIMStateMachine: Sendable {
 public enum SWIMDirective: Hashable, Sendable {
     case send(SWIMMessage, to: MemberID)
     case event(MembershipEvent)
+    /// Gossip named `member`, unknown here: dial it, and call `join([member])` once its
+    /// handshake completes (gossip alone never admits a member). Repeated at most once a probe
+    /// interval per member.
+    case discovered(MemberID)
 }
 
-/// SWIM's timing and fan-out.
+/// SWIM's timing and fan-out, and the bounds that keep a misbehaving peer's gossip cheap.
 public struct SWIMSettings: Sendable {
-    /// How often a member probes another.
+    /// How often a member probes another (stretched by the local health multiplier).
     public var probeInterval: Duration = .seconds(1)
-    /// How long a direct ping waits before indirect probes are sent.
+    /// How long a direct ping waits before indirect probes are sent (stretched likewise).
     public var pingTimeout: Duration = .milliseconds(300)
     /// Members asked to probe indirectly.
     public var indirectProbes = 3
-    /// How long a suspect has to refute before it is unreachable.
+    /// How long a suspect has to refute before it is unreachable, once its suspicion is fully
+    /// confirmed (the shortest suspicion timeout).
     public var suspicionTimeout: Duration = .seconds(3)
+    /// Lifeguard: an unconfirmed suspicion lasts `suspicionTimeout` × this, so that a member
+    /// only this node cannot reach has longer to clear itself. Default 3.
+    public var suspicionMaximumMultiplier = 3
+    /// Lifeguard: the confirmations (suspicion of the member gossiped by distinct other
+    /// members) that bring the timeout down to `suspicionTimeout`; fewer in a cluster with
+    /// fewer members to confirm. Default 3.
+    public var suspicionConfirmations = 3
+    /// Lifeguard: the highest local health multiplier; a node that misses acks or is suspected
+    /// probes up to (this + 1) times less often, and waits that much longer. Default 8.
+    public var maximumLocalHealthMultiplier = 8
     /// How long an unreachable member stays before it is down.
     public var downAfter: Duration = .seconds(10)
     /// Status changes piggy-backed per message, and how many messages each rides on.
     public var gossipPerMessage = 8
     public var gossipRepeats = 6
+    /// Members told at once of a member this node admits (a ping of sequence 0), so that a
+    /// join spreads in one round trip rather than a probe round. Default 64.
+    public var joinPushFanOut = 64
+    /// Down members remembered, so that gossip cannot bring them back; the oldest are
+    /// forgotten first. Default 1,000.
+    public var maximumTombstones = 1_000
+    /// Members reported as `.discovered` remembered for a probe interval, so that each is
+    /// reported once per interval; bounded against floods of made-up names. Default 256.
+    public var maximumRememberedDiscoveries = 256
 
     public init() {}
 }

@@ -7,10 +7,13 @@ struct NodeOptions {
     var probeInterval: Duration = .seconds(1)
     var suspicionTimeout: Duration = .seconds(3)
     var downAfter: Duration = .seconds(10)
+    var handshakeTimeout: Duration = .seconds(5)
+    var incompleteFrameTimeout: Duration = .seconds(10)
 
     static let usage = """
         usage: troupe-cluster-node --secret SECRET [--host HOST] [--port PORT] [--seed HOST:PORT]...
                                    [--probe-ms MS] [--suspicion-ms MS] [--down-ms MS]
+                                   [--handshake-ms MS] [--incomplete-frame-ms MS]
         Starts one Troupe cluster node with an echo actor checked in under "echo", and prints one
         line per event on stdout:
           READY <node>                 bound and started
@@ -56,6 +59,8 @@ struct NodeOptions {
             case "--probe-ms": probeInterval = try milliseconds(flag)
             case "--suspicion-ms": suspicionTimeout = try milliseconds(flag)
             case "--down-ms": downAfter = try milliseconds(flag)
+            case "--handshake-ms": handshakeTimeout = try milliseconds(flag)
+            case "--incomplete-frame-ms": incompleteFrameTimeout = try milliseconds(flag)
             case "--help", "-h": throw Invalid(description: Self.usage)
             default: throw Invalid(description: "unknown option \(flag)\n\(Self.usage)")
             }

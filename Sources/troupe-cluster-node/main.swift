@@ -61,6 +61,8 @@ do {
     cluster = try await ClusterSystem(
         settings: ClusterSettings(
             host: options.host, port: options.port, seeds: options.seeds, secret: options.secret,
+            handshakeTimeout: options.handshakeTimeout,
+            limits: ClusterConnectionLimits(incompleteFrameTimeout: options.incompleteFrameTimeout),
             membership: membership, logger: logger),
         actorSystem: actors)
 } catch {

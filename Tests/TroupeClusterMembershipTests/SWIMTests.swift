@@ -7,14 +7,18 @@ import Testing
 /// ticks: it is CPU work on Swift's 2-thread cooperative pool, which other suites' tasks need
 /// (two of them timed out in CI while simulations held both threads).
 @Suite(.serialized) struct SWIMTests {
-    /// Nodes, a network with 1 ms latency that can lose a node or a link, and a clock.
+    /// Nodes, a network with 1 ms latency that can lose a node or a link, and a clock. A
+    /// `.discovered` member that is a live node of the simulation is dialled: after one latency
+    /// the discoverer joins it (the caller's handshake); made-up members are dropped.
     struct Network {
         var nodes: [MemberID: SWIMStateMachine] = [:]
         var now: Duration = .zero
         var inFlight: [(at: Duration, from: MemberID, to: MemberID, message: SWIMMessage)] = []
+        var dials: [(at: Duration, from: MemberID, to: MemberID)] = []
         var crashed: Set<MemberID> = []
         var cutLinks: Set<[MemberID]> = []
         var events: [MemberID: [MembershipEvent]] = [:]
+        var eventTimes: [(at: Duration, observer: MemberID, event: MembershipEvent)] = []
         let settings: SWIMSettings
 
         init(settings: SWIMSettings = SWIMSettings()) { self.settings = settings }
@@ -45,8 +49,16 @@ import Testing
                     inFlight.append((now + .milliseconds(1), member, to, message))
                 case .event(let event):
                     events[member, default: []].append(event)
+                    eventTimes.append((now, member, event))
+                case .discovered(let discovered):
+                    if nodes[discovered] != nil { dials.append((now + .milliseconds(1), member, discovered)) }
                 }
             }
+        }
+
+        /// Sends `message` as if `from` had (a forged or buggy frame, say).
+        mutating func inject(_ message: SWIMMessage, from: MemberID, to: MemberID) {
+            inFlight.append((now + .milliseconds(1), from, to, message))
         }
 
         /// Runs the network for `duration`, 10 ms at a time: delivers what is due (unless a
@@ -67,6 +79,16 @@ import Testing
                     let directives = node.receive(delivery.message, from: delivery.from, now: now)
                     nodes[delivery.to] = node
                     carryOut(directives, by: delivery.to)
+                }
+                let dialled = dials.filter { $0.at <= now }
+                dials.removeAll { $0.at <= now }
+                for dial in dialled {
+                    guard !crashed.contains(dial.to), !crashed.contains(dial.from), !isCut(dial.from, dial.to),
+                        var node = nodes[dial.from]
+                    else { continue }
+                    let directives = node.join([dial.to], now: now)
+                    nodes[dial.from] = node
+                    carryOut(directives, by: dial.from)
                 }
                 for member in nodes.keys.sorted(by: { $0.description < $1.description }) where !crashed.contains(member)
                 {
@@ -175,6 +197,108 @@ import Testing
         }
     }
 
+    /// The cluster tests' settings (ClusterFixtures' `fastMembership`).
+    static var fastSettings: SWIMSettings {
+        var settings = SWIMSettings()
+        settings.probeInterval = .milliseconds(200)
+        settings.pingTimeout = .milliseconds(80)
+        settings.suspicionTimeout = .milliseconds(600)
+        settings.downAfter = .seconds(1)
+        return settings
+    }
+
+    /// How long after it starts a sixth node is known to the five members of a settled cluster
+    /// and knows them all (nil: not within 5 s).
+    func timeForAJoinToSpread(settings: SWIMSettings) async -> Duration? {
+        var network = Network(settings: settings)
+        let members = (1...5).map { Network.member($0) }
+        network.start(members[0], seeds: [])
+        for member in members.dropFirst() { network.start(member, seeds: [members[0]]) }
+        await network.run(for: .seconds(5))
+        let newcomer = Network.member(6)
+        let startedAt = network.now
+        network.start(newcomer, seeds: [members[2]])
+        while network.now - startedAt < .seconds(5) {
+            await network.run(for: .milliseconds(10))
+            let spread = members.allSatisfy {
+                network.status(of: newcomer, at: $0) == .alive(incarnation: 0)
+                    && network.status(of: $0, at: newcomer) == .alive(incarnation: 0)
+            }
+            if spread { return network.now - startedAt }
+        }
+        return nil
+    }
+
+    @Test func aJoinIsPushedToEveryMemberWithinAFewLatencies() async {
+        let pushed = await timeForAJoinToSpread(settings: SWIMSettings())
+        var gossipOnly = SWIMSettings()
+        gossipOnly.joinPushFanOut = 0
+        let byGossip = await timeForAJoinToSpread(settings: gossipOnly)
+        // The newcomer's ping reaches the seed, the seed's pushes the others, they dial and
+        // join the newcomer, their pings reach it: four 10 ms steps of the simulation.
+        #expect(pushed != nil && pushed! <= .milliseconds(40), "\(String(describing: pushed))")
+        // By gossip alone it takes a good part of a probe round (1 s).
+        #expect(byGossip != nil && byGossip! >= .milliseconds(200), "\(String(describing: byGossip))")
+    }
+
+    @Test func aCrashedNodeIsUnreachableEverywhereWithinTwoSecondsByProbesAlone() async {
+        var network = Network(settings: Self.fastSettings)
+        let members = (1...5).map { Network.member($0) }
+        network.start(members[0], seeds: [])
+        for member in members.dropFirst() { network.start(member, seeds: [members[0]]) }
+        await network.run(for: .seconds(3))
+        let crashed = members[4]
+        network.crashed.insert(crashed)
+        let crashedAt = network.now
+        var unreachableEverywhereAt: Duration?
+        while unreachableEverywhereAt == nil && network.now - crashedAt < .seconds(5) {
+            await network.run(for: .milliseconds(10))
+            let everywhere = members.dropLast().allSatisfy {
+                let status = network.status(of: crashed, at: $0)
+                return status == .unreachable(incarnation: 0) || status == .down
+            }
+            if everywhere { unreachableEverywhereAt = network.now }
+        }
+        let elapsed = unreachableEverywhereAt.map { $0 - crashedAt }
+        #expect(elapsed != nil && elapsed! <= .seconds(2), "\(String(describing: elapsed))")
+        for observer in members.dropLast() {
+            for member in members.dropLast() where member != observer {
+                #expect(network.status(of: member, at: observer) == .alive(incarnation: 0), "\(observer) on \(member)")
+            }
+        }
+    }
+
+    @Test func aSuspicionAtTheHighestIncarnationNeitherTrapsNorDownsALiveMember() async {
+        var network = fourNodes()
+        await network.run(for: .seconds(5))
+        let forged: [SWIMMessage.Gossip] = [
+            .init(member: Self.b, status: .suspect(incarnation: .max)),
+            .init(member: Self.a, status: .unreachable(incarnation: .max)),
+        ]
+        for target in [Self.a, Self.b, Self.d] {
+            network.inject(.ping(sequence: 0, gossip: forged), from: Self.c, to: target)
+        }
+        let forgedAt = network.now
+        await network.run(for: .seconds(30))
+        let all = [Self.a, Self.b, Self.c, Self.d]
+        for observer in all {
+            for member in all where member != observer {
+                let status = network.status(of: member, at: observer)
+                #expect(status?.isAlive == true, "\(observer) on \(member): \(String(describing: status))")
+            }
+        }
+        #expect(network.nodes[Self.a]!.incarnation == .max, "a refuted, saturating")
+        #expect(network.nodes[Self.b]!.incarnation == .max, "b refuted, saturating")
+        let afterwards = network.eventTimes.filter { $0.at > forgedAt }
+        let condemned = afterwards.filter {
+            if case .unreachable = $0.event.status { true } else { $0.event.status == .down }
+        }
+        #expect(condemned.isEmpty, "\(condemned.map(\.event))")
+        // A suspicion nobody can outbid dies out instead of flapping for ever.
+        let late = afterwards.filter { $0.at > forgedAt + .seconds(10) }
+        #expect(late.isEmpty, "\(late.map(\.event))")
+    }
+
     @Test func precedenceFollowsIncarnationsThenSeverity() {
         #expect(MemberStatus.suspect(incarnation: 1).supersedes(.alive(incarnation: 1)))
         #expect(!MemberStatus.alive(incarnation: 1).supersedes(.suspect(incarnation: 1)))
@@ -183,4 +307,8 @@ import Testing
         #expect(MemberStatus.down.supersedes(.alive(incarnation: 9)))
         #expect(!MemberStatus.alive(incarnation: 9).supersedes(.down))
     }
+}
+
+extension MemberStatus {
+    var isAlive: Bool { if case .alive = self { true } else { false } }
 }

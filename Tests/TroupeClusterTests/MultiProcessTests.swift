@@ -10,6 +10,8 @@ import TroupeTestSupport
 final class NodeProcess: Sendable {
     let process: Process
     let lines = TestLock<[String]>([])
+    /// What it wrote on stderr (its log), line by line.
+    let errorLines = TestLock<[String]>([])
     let exitStatus = TestLock<Int32?>(nil)
 
     static var binary: URL {
@@ -19,13 +21,17 @@ final class NodeProcess: Sendable {
 
     /// A node on `host`:`port` joining through `seed`, in network namespace `namespace` if
     /// given (through `ip netns exec`, which runs the node in its own process).
-    init(host: String = "127.0.0.1", port: Int = 0, seed: (host: String, port: Int)?, namespace: String? = nil) throws {
+    init(
+        host: String = "127.0.0.1", port: Int = 0, seed: (host: String, port: Int)?, namespace: String? = nil,
+        extraArguments: [String] = []
+    ) throws {
         process = Process()
         var arguments = [
             "--host", host, "--port", "\(port)", "--secret", testSecret,
             "--probe-ms", "200", "--suspicion-ms", "600", "--down-ms", "1000",
         ]
         if let seed { arguments += ["--seed", "\(seed.host):\(seed.port)"] }
+        arguments += extraArguments
         if let namespace {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             process.arguments = ["netns", "exec", namespace, Self.binary.path] + arguments
@@ -40,9 +46,17 @@ final class NodeProcess: Sendable {
         environment["ASAN_OPTIONS"] = "detect_leaks=0"
         process.environment = environment
         let pipe = Pipe()
+        let errorPipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        let lines = self.lines
+        process.standardError = errorPipe
+        Self.collectLines(from: pipe, into: lines)
+        Self.collectLines(from: errorPipe, into: errorLines)
+        let exitStatus = self.exitStatus
+        process.terminationHandler = { process in exitStatus.withLock { $0 = process.terminationStatus } }
+        try process.run()
+    }
+
+    private static func collectLines(from pipe: Pipe, into lines: TestLock<[String]>) {
         let buffer = TestLock(Data())
         pipe.fileHandleForReading.readabilityHandler = { handle in
             let chunk = handle.availableData
@@ -58,9 +72,6 @@ final class NodeProcess: Sendable {
             if !complete.isEmpty { lines.withLock { $0 += complete } }
             if chunk.isEmpty { handle.readabilityHandler = nil }
         }
-        let exitStatus = self.exitStatus
-        process.terminationHandler = { process in exitStatus.withLock { $0 = process.terminationStatus } }
-        try process.run()
     }
 
     /// The node's identity, from its READY line.

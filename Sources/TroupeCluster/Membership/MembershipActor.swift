@@ -108,8 +108,30 @@ extension ClusterSystem {
         }
     }
 
-    /// Carries out the state machine's directives: sends, and membership events (published,
-    /// and acted on when a member goes down).
+    /// A member named in gossip that this node has no association with: dial it, so that it is
+    /// admitted by its own handshake (``MembershipActor/Message/associated(_:)``) and never on
+    /// another member's word. At most ``maximumDiscoveryDials`` at once: a member gossiping
+    /// thousands of made-up names costs a few failed dials, each bounded by the connect timeout.
+    func dialDiscovered(_ member: MemberID) {
+        guard !shutDown, currentAssociation(to: member) == nil, !isDown(member) else { return }
+        guard discoveryDials.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumDiscoveryDials else {
+            discoveryDials.wrappingSubtract(1, ordering: .relaxed)
+            return
+        }
+        Task {
+            defer { self.discoveryDials.wrappingSubtract(1, ordering: .relaxed) }
+            do {
+                _ = try await self.association(to: member)
+            } catch {
+                self.logger.debug("could not dial \(PeerText(member.description)), named in gossip: \(error)")
+            }
+        }
+    }
+
+    static let maximumDiscoveryDials = 16
+
+    /// Carries out the state machine's directives: sends, membership events (published, and
+    /// acted on when a member goes down), and dials of members named in gossip.
     func carryOut(_ directives: [SWIMDirective]) {
         for directive in directives {
             switch directive {
@@ -117,6 +139,8 @@ extension ClusterSystem {
                 send(.membership(message), to: member)
             case .event(let event):
                 publish(event)
+            case .discovered(let member):
+                dialDiscovered(member)
             }
         }
     }

@@ -61,6 +61,8 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     let admission: Locked<ConnectionAdmission>
     let warnings: Locked<WarningLimiter>
     let nextCallID = Atomic<UInt64>(0)
+    /// Dials of members named in gossip now in progress (see `dialDiscovered`). Relaxed: a count.
+    let discoveryDials = Atomic<Int>(0)
     /// Distributed methods this node has run, resolved once (see ``ResolvedTarget``).
     let targets = DistributedTargetTable()
     let isShutDown = Atomic<Bool>(false)
@@ -126,6 +128,10 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
         gate.open(self)
         sweepDeadlines()
         logger.info("cluster node started", metadata: ["seeds": "\(settings.seeds.map { "\($0.host):\($0.port)" })"])
+        if !transport.encryptsTraffic && !Self.isLoopback(settings.host) {
+            logger.warning(
+                "the cluster listens on \(settings.host) without encryption: anyone on the path can read calls and inject frames into authenticated connections; set ClusterSettings.transport to NIOTransport(security: ClusterTLS(...)) (product TroupeClusterTLS), or keep the cluster on a private network")
+        }
     }
 
     /// Leaves the cluster: tells every peer (they mark this node down at once), fails the
@@ -157,6 +163,11 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     }
 
     var shutDown: Bool { isShutDown.load(ordering: .acquiring) }
+
+    /// Whether `host` is a loopback address or name (nothing off this machine can reach it).
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
 
     /// Connections now open and still handshaking, and how many were closed on arrival for
     /// going over a ``ClusterConnectionLimits`` limit (also the metric

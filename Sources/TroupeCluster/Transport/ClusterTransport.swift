@@ -24,6 +24,14 @@ public protocol ClusterTransport: Sendable {
 
     /// Stops listening and closes every connection.
     func shutdown() async
+
+    /// Whether connections are encrypted and integrity-protected (TLS). A cluster bound to an
+    /// address other than loopback on a transport that is not logs a warning at start.
+    var encryptsTraffic: Bool { get }
+}
+
+extension ClusterTransport {
+    public var encryptsTraffic: Bool { false }
 }
 
 /// One connection between two nodes.

@@ -62,6 +62,8 @@ public final class FaultInjectingTransport: ClusterTransport {
     }
 
     public func shutdown() async { await base.shutdown() }
+
+    public var encryptsTraffic: Bool { base.encryptsTraffic }
 }
 
 /// A connection whose frames the transport's faults drop or delay.

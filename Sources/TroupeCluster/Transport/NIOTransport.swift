@@ -10,16 +10,26 @@ import Synchronization
 /// TCP over SwiftNIO: one listening socket, `TCP_NODELAY` connections, frames split by one
 /// handler per connection (`NIOFrameHandler`). Owns its event loops (`threads`, default 1: on a
 /// small machine the cluster's I/O should not compete with Troupe's workers for cores).
+///
+/// With a ``NIOTransportSecurity`` (the `TroupeClusterTLS` product's `ClusterTLS`: TLS with
+/// mutual authentication on swift-nio-ssl), every connection is encrypted and both ends present
+/// certificates; the cluster's own handshake then runs inside TLS.
 public final class NIOTransport: ClusterTransport {
     private let group: MultiThreadedEventLoopGroup
     private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
     private let connectTimeout: TimeAmount
+    private let security: (any NIOTransportSecurity)?
     /// Set by `shutdown`: connections then drop sends and closes instead of scheduling work
     /// on event loops that are gone.
     private let stopped = StoppedFlag()
 
-    public init(threads: Int = 1, connectTimeout: Duration = .seconds(2)) {
+    /// - Parameters:
+    ///   - threads: event-loop threads.
+    ///   - connectTimeout: how long a dial may take.
+    ///   - security: what secures each connection (for example `ClusterTLS`); nil for plain TCP.
+    public init(threads: Int = 1, connectTimeout: Duration = .seconds(2), security: (any NIOTransportSecurity)? = nil) {
         precondition(threads > 0, "NIOTransport(threads:) needs at least one thread, got \(threads)")
+        self.security = security
         group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         self.connectTimeout = .nanoseconds(
             Int64(connectTimeout.components.seconds) * 1_000_000_000
@@ -36,6 +46,7 @@ public final class NIOTransport: ClusterTransport {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try self.security?.secure(channel, as: .server, peerHost: nil)
                     let connection = NIOClusterConnection(
                         channel: channel, stopped: self.stopped, frameLimit: maximumFrameSize)
                     try channel.pipeline.syncOperations.addHandler(NIOFrameHandler(connection: connection))
@@ -59,6 +70,7 @@ public final class NIOTransport: ClusterTransport {
             .connectTimeout(connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try self.security?.secure(channel, as: .client, peerHost: host)
                     let connection = NIOClusterConnection(
                         channel: channel, stopped: self.stopped, frameLimit: maximumFrameSize)
                     try channel.pipeline.syncOperations.addHandler(NIOFrameHandler(connection: connection))
@@ -82,6 +94,8 @@ public final class NIOTransport: ClusterTransport {
         return connection
     }
 
+    public var encryptsTraffic: Bool { security?.encryptsTraffic ?? false }
+
     public func shutdown() async {
         guard !stopped.flag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let open = channels.withLock { channels in
@@ -91,6 +105,25 @@ public final class NIOTransport: ClusterTransport {
         for channel in open { try? await channel.close() }
         try? await group.shutdownGracefully()
     }
+}
+
+/// What secures a ``NIOTransport``'s connections: handlers added at the front of each new
+/// channel's pipeline, before the cluster's framing (TLS, for example).
+public protocol NIOTransportSecurity: Sendable {
+    /// Whether the handlers encrypt and authenticate the traffic (``ClusterTransport/encryptsTraffic``).
+    var encryptsTraffic: Bool { get }
+    /// Adds the handlers to a new `channel`, on its event loop (use
+    /// `channel.pipeline.syncOperations`). `peerHost` is the host dialled (`.client` only).
+    /// Throwing closes the connection.
+    func secure(_ channel: any Channel, as side: NIOTransportSide, peerHost: String?) throws
+}
+
+/// Which end of a connection a ``NIOTransportSecurity`` is securing.
+public enum NIOTransportSide: Sendable, Hashable {
+    /// The accepting end.
+    case server
+    /// The dialling end.
+    case client
 }
 
 /// A NIO channel as a ``ClusterConnection``. `handler` and `early` are touched only on the

@@ -507,6 +507,8 @@ extension WireReader {
         return MemberID(host: host, port: port, uid: try u64("uid"))
     }
 
+    static let maximumGossipItems = 256
+
     mutating func swim() throws -> SWIMMessage {
         let tag = try u8("membership message")
         let sequence = try u64("sequence")
@@ -517,7 +519,13 @@ extension WireReader {
         default: throw WireError.malformed("unknown membership message \(tag)")
         }
         var gossip: [SWIMMessage.Gossip] = []
-        for _ in 0..<(try count("gossip")) {
+        let items = try count("gossip")
+        // SWIM piggy-backs a few changes per message (ClusterMembershipSettings.gossipPerMessage):
+        // a message with more is malformed, whatever the frame size allows.
+        guard items <= Self.maximumGossipItems else {
+            throw WireError.malformed("\(items) gossip items (at most \(Self.maximumGossipItems))")
+        }
+        for _ in 0..<items {
             let member = try member()
             let status: MemberStatus
             switch try u8("status") {
