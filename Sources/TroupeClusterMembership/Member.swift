@@ -1,6 +1,6 @@
 /// A cluster member: a node's address and the uid it drew when it started, so that a node
 /// restarted on the same address is a new member.
-public struct MemberID: Hashable, Sendable, Codable, CustomStringConvertible {
+public struct ClusterNode: Hashable, Sendable, Codable, CustomStringConvertible {
     public let host: String
     public let port: Int
     public let uid: UInt64
@@ -15,7 +15,7 @@ public struct MemberID: Hashable, Sendable, Codable, CustomStringConvertible {
 }
 
 /// What a member knows about another: SWIM's states, ordered by incarnation.
-public enum MemberStatus: Hashable, Sendable, Codable, CustomStringConvertible {
+public enum ClusterMemberStatus: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Answering (directly or through others) at this incarnation.
     case alive(incarnation: UInt64)
     /// Not answering; it can refute with a higher incarnation before the suspicion times out.
@@ -35,7 +35,7 @@ public enum MemberStatus: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Whether `self` (heard in gossip) replaces `known` (SWIM's precedence): down beats all;
     /// otherwise a higher incarnation wins, and at equal incarnations unreachable beats suspect
     /// beats alive.
-    func supersedes(_ known: MemberStatus) -> Bool {
+    func supersedes(_ known: ClusterMemberStatus) -> Bool {
         switch (self, known) {
         case (_, .down): return false
         case (.down, _): return true
@@ -57,23 +57,31 @@ public enum MemberStatus: Hashable, Sendable, Codable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .alive(let i): "alive(\(i))"
-        case .suspect(let i): "suspect(\(i))"
-        case .unreachable(let i): "unreachable(\(i))"
+        case .alive(let i): "alive(incarnation: \(i))"
+        case .suspect(let i): "suspect(incarnation: \(i))"
+        case .unreachable(let i): "unreachable(incarnation: \(i))"
         case .down: "down"
         }
     }
 }
 
 /// One membership change, as the state machine reports it.
-public struct MembershipEvent: Hashable, Sendable, CustomStringConvertible {
-    public let member: MemberID
-    public let status: MemberStatus
+public struct ClusterMembershipEvent: Hashable, Sendable, CustomStringConvertible {
+    public let member: ClusterNode
+    public let status: ClusterMemberStatus
 
-    public init(member: MemberID, status: MemberStatus) {
+    public init(member: ClusterNode, status: ClusterMemberStatus) {
         self.member = member
         self.status = status
     }
 
     public var description: String { "\(member) \(status)" }
 }
+
+// The names before the product's own (see CHANGELOG.md): kept for code written against them.
+@available(*, deprecated, renamed: "ClusterNode")
+public typealias MemberID = ClusterNode
+@available(*, deprecated, renamed: "ClusterMemberStatus")
+public typealias MemberStatus = ClusterMemberStatus
+@available(*, deprecated, renamed: "ClusterMembershipEvent")
+public typealias MembershipEvent = ClusterMembershipEvent

@@ -4,16 +4,16 @@ public enum SWIMMessage: Hashable, Sendable, Codable {
     /// "Are you there?" `sequence` matches the answer to the question.
     case ping(sequence: UInt64, gossip: [Gossip])
     /// "Ask `target` for me": an indirect probe through this member.
-    case pingRequest(sequence: UInt64, target: MemberID, gossip: [Gossip])
+    case pingRequest(sequence: UInt64, target: ClusterNode, gossip: [Gossip])
     /// The answer to a ping (or, relayed, to a ping request) about `target`.
-    case ack(sequence: UInt64, target: MemberID, gossip: [Gossip])
+    case ack(sequence: UInt64, target: ClusterNode, gossip: [Gossip])
 
     /// One member's status, as gossip.
     public struct Gossip: Hashable, Sendable, Codable {
-        public let member: MemberID
-        public let status: MemberStatus
+        public let member: ClusterNode
+        public let status: ClusterMemberStatus
 
-        public init(member: MemberID, status: MemberStatus) {
+        public init(member: ClusterNode, status: ClusterMemberStatus) {
             self.member = member
             self.status = status
         }

@@ -46,19 +46,19 @@
 /// - Down members stay as tombstones, so that gossip cannot bring them back, at most
 ///   `maximumTombstones` of them, the oldest dropped first.
 public struct SWIMStateMachine: Sendable {
-    public let myself: MemberID
-    public let settings: SWIMSettings
+    public let myself: ClusterNode
+    public let settings: ClusterMembershipSettings
     public private(set) var incarnation: UInt64 = 0
     /// Lifeguard's Local Health Multiplier, 0...`maximumLocalHealthMultiplier`: high when this
     /// node's own probes go unanswered or it is suspected, as when it is itself slow or cut off.
     public private(set) var localHealthMultiplier = 0
-    private var members: [MemberID: Entry] = [:]
+    private var members: [ClusterNode: Entry] = [:]
     /// Down members, oldest first: the tombstones dropped first.
-    private var tombstones: [MemberID] = []
+    private var tombstones: [ClusterNode] = []
     /// Members reported as `.discovered` within the last probe interval, oldest first.
-    private var discoveryOrder: [MemberID] = []
-    private var discoveredAt: [MemberID: Duration] = [:]
-    private var round: [MemberID] = []
+    private var discoveryOrder: [ClusterNode] = []
+    private var discoveredAt: [ClusterNode: Duration] = [:]
+    private var round: [ClusterNode] = []
     private var nextProbeAt: Duration?
     private var sequence: UInt64 = 0
     private var probes: [UInt64: Probe] = [:]
@@ -67,7 +67,7 @@ public struct SWIMStateMachine: Sendable {
     private var generator: SplitMix
 
     struct Entry {
-        var status: MemberStatus
+        var status: ClusterMemberStatus
         var since: Duration
         /// While suspect: who accused it, for the dynamic suspicion timeout.
         var suspicion: Suspicion?
@@ -78,14 +78,14 @@ public struct SWIMStateMachine: Sendable {
 
     struct Suspicion {
         /// Whoever made it suspect here (this node, or the sender of the gossip); not a confirmation.
-        let accuser: MemberID
-        var confirmations: Set<MemberID> = []
+        let accuser: ClusterNode
+        var confirmations: Set<ClusterNode> = []
         /// Confirmations that bring the timeout down to `suspicionTimeout`.
         let confirmationsNeeded: Int
     }
 
     struct Probe {
-        let target: MemberID
+        let target: ClusterNode
         let indirectAt: Duration
         let expiresAt: Duration
         /// Only the probe rounds' own probes measure this node's health (not those that join or
@@ -95,28 +95,28 @@ public struct SWIMStateMachine: Sendable {
     }
 
     struct Relay {
-        let requester: MemberID
+        let requester: ClusterNode
         let sequence: UInt64
-        let target: MemberID
+        let target: ClusterNode
         let sentAt: Duration
     }
 
     struct GossipItem {
-        let member: MemberID
-        let status: MemberStatus
+        let member: ClusterNode
+        let status: ClusterMemberStatus
         var remaining: Int
     }
 
-    public init(myself: MemberID, settings: SWIMSettings = SWIMSettings(), seed: UInt64) {
+    public init(myself: ClusterNode, settings: ClusterMembershipSettings = ClusterMembershipSettings(), seed: UInt64) {
         self.myself = myself
         self.settings = settings
         generator = SplitMix(seed: seed ^ myself.uid)
     }
 
     /// What this member knows of every other (down ones included, up to `maximumTombstones`).
-    public var membership: [MemberID: MemberStatus] { members.mapValues(\.status) }
+    public var membership: [ClusterNode: ClusterMemberStatus] { members.mapValues(\.status) }
 
-    public func status(of member: MemberID) -> MemberStatus? {
+    public func status(of member: ClusterNode) -> ClusterMemberStatus? {
         member == myself ? .alive(incarnation: incarnation) : members[member]?.status
     }
 
@@ -128,7 +128,7 @@ public struct SWIMStateMachine: Sendable {
 
     /// Joins through `seeds` (the caller has contact with them): they are pinged at once, and
     /// learn of this member from it.
-    public mutating func join(_ seeds: [MemberID], now: Duration) -> [SWIMDirective] {
+    public mutating func join(_ seeds: [ClusterNode], now: Duration) -> [SWIMDirective] {
         var out: [SWIMDirective] = []
         for seed in seeds where seed != myself && members[seed] == nil {
             out += admit(seed, now: now)
@@ -192,7 +192,7 @@ public struct SWIMStateMachine: Sendable {
     // MARK: Messages
 
     /// Handles a message from `sender` (a peer the caller authenticated: it is admitted if new).
-    public mutating func receive(_ message: SWIMMessage, from sender: MemberID, now: Duration) -> [SWIMDirective] {
+    public mutating func receive(_ message: SWIMMessage, from sender: ClusterNode, now: Duration) -> [SWIMDirective] {
         guard sender != myself else { return [] }
         var out = proofOfLife(sender, now: now)
         for item in message.gossip { out += merge(item, from: sender, now: now) }
@@ -230,7 +230,7 @@ public struct SWIMStateMachine: Sendable {
 
     /// Any frame from `member` (not only SWIM's) is proof of life, and answers a probe of it. A
     /// member not known yet is admitted (the caller hears only authenticated peers).
-    public mutating func heard(from member: MemberID, now: Duration) -> [SWIMDirective] {
+    public mutating func heard(from member: ClusterNode, now: Duration) -> [SWIMDirective] {
         guard member != myself else { return [] }
         let out = proofOfLife(member, now: now)
         // The frame came straight from it: as good as a direct ack for this node's health.
@@ -243,9 +243,9 @@ public struct SWIMStateMachine: Sendable {
 
     /// Direct evidence that `member` is gone, stronger than an unanswered ping: its address
     /// refuses connections (nothing listens there, so the process that drew this uid is gone).
-    /// It is unreachable at once, and down after ``SWIMSettings/downAfter``, unless it proves
+    /// It is unreachable at once, and down after ``ClusterMembershipSettings/downAfter``, unless it proves
     /// otherwise first.
-    public mutating func confirmUnreachable(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+    public mutating func confirmUnreachable(_ member: ClusterNode, now: Duration) -> [SWIMDirective] {
         guard member != myself, let entry = members[member] else { return [] }
         switch entry.status {
         case .alive(let i), .suspect(let i): return change(member, to: .unreachable(incarnation: i), now: now)
@@ -254,14 +254,14 @@ public struct SWIMStateMachine: Sendable {
     }
 
     /// `member` said it leaves, or this node decided it is gone: down at once, for good.
-    public mutating func markDown(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+    public mutating func markDown(_ member: ClusterNode, now: Duration) -> [SWIMDirective] {
         guard member != myself, let entry = members[member], entry.status != .down else { return [] }
         return change(member, to: .down, now: now)
     }
 
     // MARK: Internals
 
-    private var reachableMembers: [MemberID] {
+    private var reachableMembers: [ClusterNode] {
         members.filter { if case .alive = $0.value.status { true } else { false } }.keys
             .sorted { $0.description < $1.description }
     }
@@ -272,11 +272,11 @@ public struct SWIMStateMachine: Sendable {
     /// Adds `member`, which the caller has direct contact with, and pushes the news to the alive
     /// members, unless gossip named it lately (whoever told this node is spreading it already;
     /// so that a join costs O(members) pushes, not O(members²)).
-    private mutating func admit(_ member: MemberID, now: Duration) -> [SWIMDirective] {
-        let status = MemberStatus.alive(incarnation: 0)
+    private mutating func admit(_ member: ClusterNode, now: Duration) -> [SWIMDirective] {
+        let status = ClusterMemberStatus.alive(incarnation: 0)
         members[member] = Entry(status: status, since: now)
         enqueue(member, status)
-        var out: [SWIMDirective] = [.event(MembershipEvent(member: member, status: status))]
+        var out: [SWIMDirective] = [.event(ClusterMembershipEvent(member: member, status: status))]
         guard !forgetDiscovery(of: member) else { return out }
         let news = [
             SWIMMessage.Gossip(member: myself, status: .alive(incarnation: incarnation)),
@@ -292,19 +292,19 @@ public struct SWIMStateMachine: Sendable {
     /// A message from `member` shows it is up: a suspect or unreachable member is alive again
     /// here (at its incarnation; it refutes others' suspicion itself when it hears of it). An
     /// unknown member is admitted.
-    private mutating func proofOfLife(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+    private mutating func proofOfLife(_ member: ClusterNode, now: Duration) -> [SWIMDirective] {
         guard member != myself else { return [] }
         guard let entry = members[member] else { return admit(member, now: now) }
         switch entry.status {
         case .suspect(let i), .unreachable(let i):
             members[member] = Entry(status: .alive(incarnation: i), since: now, suspicionClearedAt: i)
-            return [.event(MembershipEvent(member: member, status: .alive(incarnation: i)))]
+            return [.event(ClusterMembershipEvent(member: member, status: .alive(incarnation: i)))]
         case .alive, .down:
             return []
         }
     }
 
-    private mutating func merge(_ item: SWIMMessage.Gossip, from sender: MemberID, now: Duration) -> [SWIMDirective] {
+    private mutating func merge(_ item: SWIMMessage.Gossip, from sender: ClusterNode, now: Duration) -> [SWIMDirective] {
         if item.member == myself { return refute(item.status) }
         // The message itself is fresher news of its sender than anything it says against itself.
         if item.member == sender {
@@ -329,7 +329,7 @@ public struct SWIMStateMachine: Sendable {
 
     /// Gossip about this node: only suspicion matters, refuted by a higher incarnation
     /// (saturating: a forged `UInt64.max` must not trap; direct probes clear this node anyway).
-    private mutating func refute(_ status: MemberStatus) -> [SWIMDirective] {
+    private mutating func refute(_ status: ClusterMemberStatus) -> [SWIMDirective] {
         switch status {
         case .suspect(let i), .unreachable(let i):
             guard i >= incarnation else { return [] }
@@ -343,10 +343,10 @@ public struct SWIMStateMachine: Sendable {
     }
 
     private mutating func suspectFromGossip(
-        _ member: MemberID, incarnation i: UInt64, accuser: MemberID, now: Duration
+        _ member: ClusterNode, incarnation i: UInt64, accuser: ClusterNode, now: Duration
     ) -> [SWIMDirective] {
         guard let known = members[member] else { return [] }
-        let suspicion = MemberStatus.suspect(incarnation: i)
+        let suspicion = ClusterMemberStatus.suspect(incarnation: i)
         if known.status == suspicion {
             confirmSuspicion(of: member, by: accuser)
             return []
@@ -360,7 +360,7 @@ public struct SWIMStateMachine: Sendable {
         return out
     }
 
-    private mutating func confirmSuspicion(of member: MemberID, by confirmer: MemberID) {
+    private mutating func confirmSuspicion(of member: ClusterNode, by confirmer: ClusterNode) {
         guard var suspicion = members[member]?.suspicion, confirmer != suspicion.accuser,
             suspicion.confirmations.count < suspicion.confirmationsNeeded
         else { return }
@@ -382,7 +382,7 @@ public struct SWIMStateMachine: Sendable {
     /// Confirmations a new suspicion of `member` can get: the members that could confirm it
     /// (alive or suspect, but not it nor its accuser), up to `suspicionConfirmations`, so that a
     /// small cluster is not held to the longest timeout for want of members.
-    private func confirmationsNeeded(toSuspect member: MemberID) -> Int {
+    private func confirmationsNeeded(toSuspect member: ClusterNode) -> Int {
         let others = members.filter { key, entry in
             guard key != member else { return false }
             switch entry.status {
@@ -395,7 +395,7 @@ public struct SWIMStateMachine: Sendable {
     }
 
     private mutating func change(
-        _ member: MemberID, to status: MemberStatus, now: Duration, accuser: MemberID? = nil
+        _ member: ClusterNode, to status: ClusterMemberStatus, now: Duration, accuser: ClusterNode? = nil
     ) -> [SWIMDirective] {
         var entry = Entry(status: status, since: now, suspicionClearedAt: members[member]?.suspicionClearedAt)
         if case .suspect = status {
@@ -411,7 +411,7 @@ public struct SWIMStateMachine: Sendable {
                 members[tombstones.removeFirst()] = nil
             }
         }
-        return [.event(MembershipEvent(member: member, status: status))]
+        return [.event(ClusterMembershipEvent(member: member, status: status))]
     }
 
     private mutating func adjustLocalHealth(by delta: Int) {
@@ -421,7 +421,7 @@ public struct SWIMStateMachine: Sendable {
 
     /// `.discovered(member)`, unless reported within the last probe interval; the memory of
     /// reports is bounded (oldest dropped), so that a flood of made-up names costs bounded memory.
-    private mutating func discover(_ member: MemberID, now: Duration) -> [SWIMDirective] {
+    private mutating func discover(_ member: ClusterNode, now: Duration) -> [SWIMDirective] {
         forgetDiscoveries(expiredBy: now)
         guard discoveredAt[member] == nil else { return [] }
         discoveredAt[member] = now
@@ -440,13 +440,13 @@ public struct SWIMStateMachine: Sendable {
     }
 
     /// Forgets that `member` was discovered; returns whether it was.
-    private mutating func forgetDiscovery(of member: MemberID) -> Bool {
+    private mutating func forgetDiscovery(of member: ClusterNode) -> Bool {
         guard discoveredAt.removeValue(forKey: member) != nil else { return false }
         discoveryOrder.removeAll { $0 == member }
         return true
     }
 
-    private mutating func enqueue(_ member: MemberID, _ status: MemberStatus) {
+    private mutating func enqueue(_ member: ClusterNode, _ status: ClusterMemberStatus) {
         gossip.removeAll { $0.member == member }
         gossip.append(GossipItem(member: member, status: status, remaining: settings.gossipRepeats))
     }
@@ -469,7 +469,7 @@ public struct SWIMStateMachine: Sendable {
         return sequence
     }
 
-    private mutating func sendPing(to target: MemberID, now: Duration, measuresLocalHealth: Bool) -> SWIMDirective {
+    private mutating func sendPing(to target: ClusterNode, now: Duration, measuresLocalHealth: Bool) -> SWIMDirective {
         let sequence = nextSequence()
         probes[sequence] = Probe(
             target: target, indirectAt: now + effectivePingTimeout, expiresAt: now + effectiveProbeInterval,
@@ -478,7 +478,7 @@ public struct SWIMStateMachine: Sendable {
     }
 
     /// The next member of the current round (a shuffled list of the members not down).
-    private mutating func nextTarget() -> MemberID? {
+    private mutating func nextTarget() -> ClusterNode? {
         round.removeAll { members[$0]?.status == .down || members[$0] == nil }
         if round.isEmpty {
             round = members.filter { $0.value.status != .down }.keys.sorted { $0.description < $1.description }
@@ -488,7 +488,7 @@ public struct SWIMStateMachine: Sendable {
     }
 
     /// `count` of `candidates` at random (all of them, in order, when there are no more).
-    private mutating func pick(_ count: Int, from candidates: [MemberID]) -> [MemberID] {
+    private mutating func pick(_ count: Int, from candidates: [ClusterNode]) -> [ClusterNode] {
         guard candidates.count > count else { return candidates }
         var shuffled = candidates
         shuffled.shuffle(using: &generator)
@@ -498,16 +498,16 @@ public struct SWIMStateMachine: Sendable {
 
 /// What the caller of a ``SWIMStateMachine`` must do.
 public enum SWIMDirective: Hashable, Sendable {
-    case send(SWIMMessage, to: MemberID)
-    case event(MembershipEvent)
+    case send(SWIMMessage, to: ClusterNode)
+    case event(ClusterMembershipEvent)
     /// Gossip named `member`, unknown here: dial it, and call `join([member])` once its
     /// handshake completes (gossip alone never admits a member). Repeated at most once a probe
     /// interval per member.
-    case discovered(MemberID)
+    case discovered(ClusterNode)
 }
 
 /// SWIM's timing and fan-out, and the bounds that keep a misbehaving peer's gossip cheap.
-public struct SWIMSettings: Sendable {
+public struct ClusterMembershipSettings: Sendable {
     /// How often a member probes another (stretched by the local health multiplier).
     public var probeInterval: Duration = .seconds(1)
     /// How long a direct ping waits before indirect probes are sent (stretched likewise).
@@ -557,3 +557,6 @@ package struct SplitMix: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+@available(*, deprecated, renamed: "ClusterMembershipSettings")
+public typealias SWIMSettings = ClusterMembershipSettings

@@ -19,6 +19,16 @@ func complain(_ message: String) {
     _ = text.withCString { write(2, $0, strlen($0)) }
 }
 
+/// A status as one word of a MEMBER line (`alive(3)`, `down`): the line's fields are split on spaces.
+func compact(_ status: ClusterMemberStatus) -> String {
+    switch status {
+    case .alive(let incarnation): "alive(\(incarnation))"
+    case .suspect(let incarnation): "suspect(\(incarnation))"
+    case .unreachable(let incarnation): "unreachable(\(incarnation))"
+    case .down: "down"
+    }
+}
+
 func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
@@ -81,7 +91,7 @@ let signalled = await withTaskGroup(of: Bool.self) { group in
     }
     group.addTask {
         for await event in cluster.membershipEvents() {
-            emit("MEMBER \(event.member) \(event.status) \(monotonicNanoseconds())")
+            emit("MEMBER \(event.member) \(compact(event.status)) \(monotonicNanoseconds())")
         }
         return false
     }

@@ -9,28 +9,28 @@ struct SWIMEvidenceTests {
     static let a = SWIMTests.Network.member(1), b = SWIMTests.Network.member(2)
     static let c = SWIMTests.Network.member(3), d = SWIMTests.Network.member(4)
     static let e = SWIMTests.Network.member(5)
-    static let stranger = MemberID(host: "10.9.9.9", port: 7337, uid: 99)
+    static let stranger = ClusterNode(host: "10.9.9.9", port: 7337, uid: 99)
 
     /// `a`'s machine, knowing `others` by direct contact at time zero.
-    func machine(knowing others: [MemberID], settings: SWIMSettings = SWIMSettings()) -> SWIMStateMachine {
+    func machine(knowing others: [ClusterNode], settings: ClusterMembershipSettings = ClusterMembershipSettings()) -> SWIMStateMachine {
         var machine = SWIMStateMachine(myself: Self.a, settings: settings, seed: 7)
         for other in others { _ = machine.heard(from: other, now: .zero) }
         return machine
     }
 
-    func gossip(_ items: (MemberID, MemberStatus)...) -> SWIMMessage {
+    func gossip(_ items: (ClusterNode, ClusterMemberStatus)...) -> SWIMMessage {
         .ping(sequence: 0, gossip: items.map { SWIMMessage.Gossip(member: $0.0, status: $0.1) })
     }
 
-    func events(_ directives: [SWIMDirective]) -> [MembershipEvent] {
+    func events(_ directives: [SWIMDirective]) -> [ClusterMembershipEvent] {
         directives.compactMap { if case .event(let event) = $0 { event } else { nil } }
     }
 
-    func discovered(_ directives: [SWIMDirective]) -> [MemberID] {
+    func discovered(_ directives: [SWIMDirective]) -> [ClusterNode] {
         directives.compactMap { if case .discovered(let member) = $0 { member } else { nil } }
     }
 
-    func pings(_ directives: [SWIMDirective]) -> [(sequence: UInt64, gossip: [SWIMMessage.Gossip], to: MemberID)] {
+    func pings(_ directives: [SWIMDirective]) -> [(sequence: UInt64, gossip: [SWIMMessage.Gossip], to: ClusterNode)] {
         directives.compactMap {
             if case .send(.ping(let sequence, let gossip), let to) = $0 { (sequence, gossip, to) } else { nil }
         }
@@ -48,7 +48,7 @@ struct SWIMEvidenceTests {
         #expect(discovered(soon).isEmpty, "once a probe interval")
         #expect(discovered(machine.receive(message, from: Self.b, now: .seconds(2))) == [Self.stranger])
         // Down gossip about an unknown member: nothing to dial.
-        let gone = MemberID(host: "10.9.9.8", port: 7337, uid: 98)
+        let gone = ClusterNode(host: "10.9.9.8", port: 7337, uid: 98)
         #expect(discovered(machine.receive(gossip((gone, .down)), from: Self.b, now: .seconds(2))).isEmpty)
         // Its handshake completed: the caller joins it.
         _ = machine.join([Self.stranger], now: .seconds(3))
@@ -57,17 +57,17 @@ struct SWIMEvidenceTests {
 
     @Test func aFloodOfMadeUpNamesAddsNoMemberAndBoundedMemory() {
         var machine = machine(knowing: [Self.b, Self.c])
-        let statuses: [MemberStatus] = [.alive(incarnation: 0), .suspect(incarnation: 5), .unreachable(incarnation: 9)]
+        let statuses: [ClusterMemberStatus] = [.alive(incarnation: 0), .suspect(incarnation: 5), .unreachable(incarnation: 9)]
         let madeUp = (0..<2_000).map { index in
             SWIMMessage.Gossip(
-                member: MemberID(host: "10.0.\(index / 256).\(index % 256)", port: 7337, uid: UInt64(index)),
+                member: ClusterNode(host: "10.0.\(index / 256).\(index % 256)", port: 7337, uid: UInt64(index)),
                 status: statuses[index % 3])
         }
         let out = machine.receive(.ping(sequence: 0, gossip: madeUp), from: Self.b, now: .seconds(1))
         #expect(machine.membership.count == 2)
         #expect(events(out).isEmpty)
         #expect(Set(discovered(out)).count == 2_000)
-        #expect(machine.rememberedDiscoveryCount == SWIMSettings().maximumRememberedDiscoveries)
+        #expect(machine.rememberedDiscoveryCount == ClusterMembershipSettings().maximumRememberedDiscoveries)
         _ = machine.tick(now: .seconds(2))
         #expect(machine.rememberedDiscoveryCount == 0, "forgotten after a probe interval")
     }
@@ -104,7 +104,7 @@ struct SWIMEvidenceTests {
         let answer = machine.receive(
             .ack(sequence: sequence, target: Self.b, gossip: []), from: Self.b, now: .milliseconds(1_020))
         #expect(machine.status(of: Self.b) == .alive(incarnation: 0))
-        #expect(events(answer) == [MembershipEvent(member: Self.b, status: .alive(incarnation: 0))])
+        #expect(events(answer) == [ClusterMembershipEvent(member: Self.b, status: .alive(incarnation: 0))])
         // The suspicion this node has cleared itself is not taken up again.
         let stale = machine.receive(gossip((Self.b, .suspect(incarnation: 0))), from: Self.d, now: .milliseconds(1_030))
         #expect(events(stale).isEmpty)
@@ -116,7 +116,7 @@ struct SWIMEvidenceTests {
         _ = machine.confirmUnreachable(Self.b, now: .seconds(1))
         let out = machine.receive(gossip((Self.b, .down)), from: Self.c, now: .milliseconds(1_100))
         #expect(machine.status(of: Self.b) == .down)
-        #expect(events(out) == [MembershipEvent(member: Self.b, status: .down)])
+        #expect(events(out) == [ClusterMembershipEvent(member: Self.b, status: .down)])
         // Nothing brings the tombstone back.
         let revived = machine.receive(gossip((Self.b, .alive(incarnation: 9))), from: Self.c, now: .seconds(2))
         #expect(machine.status(of: Self.b) == .down)
@@ -141,7 +141,7 @@ struct SWIMEvidenceTests {
     @Test func localHealthRisesWithMissedAcksFallsWithAcksAndStretchesTheProbeInterval() {
         var machine = machine(knowing: [Self.b, Self.c, Self.d])
         var now = Duration.zero
-        var sent: [(at: Duration, sequence: UInt64, to: MemberID)] = []
+        var sent: [(at: Duration, sequence: UInt64, to: ClusterNode)] = []
         func run(until end: Duration) {
             while now < end {
                 for ping in pings(machine.tick(now: now)) where ping.sequence != 0 {
@@ -172,7 +172,7 @@ struct SWIMEvidenceTests {
     }
 
     @Test func theLocalHealthMultiplierIsBounded() {
-        var settings = SWIMSettings()
+        var settings = ClusterMembershipSettings()
         settings.maximumLocalHealthMultiplier = 2
         var machine = machine(knowing: [Self.b], settings: settings)
         for incarnation in UInt64(0)..<5 {
@@ -186,11 +186,11 @@ struct SWIMEvidenceTests {
     /// When the member `a` first probes (unanswered, so suspect at 1 s) becomes unreachable,
     /// with `confirmations` other members gossiping the suspicion at 1.5 s.
     func unreachableAt(confirmations: Int) -> Duration? {
-        var settings = SWIMSettings()
+        var settings = ClusterMembershipSettings()
         settings.suspicionTimeout = .seconds(1)  // the longest is 3 s (suspicionMaximumMultiplier)
         var machine = machine(knowing: [Self.b, Self.c, Self.d, Self.e], settings: settings)
         var now = Duration.zero
-        var target: MemberID?
+        var target: ClusterNode?
         while now <= .seconds(10) {
             let out = machine.tick(now: now)
             if target == nil { target = pings(out).first?.to }
@@ -218,7 +218,7 @@ struct SWIMEvidenceTests {
     // MARK: Pushed joins, tombstones
 
     @Test func aMemberAdmittedByDirectContactIsPushedToTheOthers() {
-        var settings = SWIMSettings()
+        var settings = ClusterMembershipSettings()
         settings.joinPushFanOut = 2
         var machine = machine(knowing: [Self.b, Self.c, Self.d], settings: settings)
         let out = machine.heard(from: Self.e, now: .seconds(1))
@@ -240,7 +240,7 @@ struct SWIMEvidenceTests {
     }
 
     @Test func tombstonesAreCappedOldestFirst() {
-        var settings = SWIMSettings()
+        var settings = ClusterMembershipSettings()
         settings.maximumTombstones = 3
         let members = (2...6).map { SWIMTests.Network.member($0) }
         var machine = machine(knowing: members, settings: settings)

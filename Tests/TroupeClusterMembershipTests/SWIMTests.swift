@@ -11,38 +11,38 @@ import Testing
     /// `.discovered` member that is a live node of the simulation is dialled: after one latency
     /// the discoverer joins it (the caller's handshake); made-up members are dropped.
     struct Network {
-        var nodes: [MemberID: SWIMStateMachine] = [:]
+        var nodes: [ClusterNode: SWIMStateMachine] = [:]
         var now: Duration = .zero
-        var inFlight: [(at: Duration, from: MemberID, to: MemberID, message: SWIMMessage)] = []
-        var dials: [(at: Duration, from: MemberID, to: MemberID)] = []
-        var crashed: Set<MemberID> = []
-        var cutLinks: Set<[MemberID]> = []
-        var events: [MemberID: [MembershipEvent]] = [:]
-        var eventTimes: [(at: Duration, observer: MemberID, event: MembershipEvent)] = []
-        let settings: SWIMSettings
+        var inFlight: [(at: Duration, from: ClusterNode, to: ClusterNode, message: SWIMMessage)] = []
+        var dials: [(at: Duration, from: ClusterNode, to: ClusterNode)] = []
+        var crashed: Set<ClusterNode> = []
+        var cutLinks: Set<[ClusterNode]> = []
+        var events: [ClusterNode: [ClusterMembershipEvent]] = [:]
+        var eventTimes: [(at: Duration, observer: ClusterNode, event: ClusterMembershipEvent)] = []
+        let settings: ClusterMembershipSettings
 
-        init(settings: SWIMSettings = SWIMSettings()) { self.settings = settings }
+        init(settings: ClusterMembershipSettings = ClusterMembershipSettings()) { self.settings = settings }
 
-        static func member(_ index: Int, uid: UInt64 = 1) -> MemberID {
-            MemberID(host: "127.0.0.\(index)", port: 7337, uid: uid)
+        static func member(_ index: Int, uid: UInt64 = 1) -> ClusterNode {
+            ClusterNode(host: "127.0.0.\(index)", port: 7337, uid: uid)
         }
 
-        mutating func start(_ member: MemberID, seeds: [MemberID]) {
+        mutating func start(_ member: ClusterNode, seeds: [ClusterNode]) {
             var machine = SWIMStateMachine(myself: member, settings: settings, seed: 42)
             let directives = machine.join(seeds, now: now)
             nodes[member] = machine
             carryOut(directives, by: member)
         }
 
-        mutating func cut(_ a: MemberID, _ b: MemberID) {
+        mutating func cut(_ a: ClusterNode, _ b: ClusterNode) {
             cutLinks.insert([a, b].sorted { $0.description < $1.description })
         }
 
-        func isCut(_ a: MemberID, _ b: MemberID) -> Bool {
+        func isCut(_ a: ClusterNode, _ b: ClusterNode) -> Bool {
             cutLinks.contains([a, b].sorted { $0.description < $1.description })
         }
 
-        mutating func carryOut(_ directives: [SWIMDirective], by member: MemberID) {
+        mutating func carryOut(_ directives: [SWIMDirective], by member: ClusterNode) {
             for directive in directives {
                 switch directive {
                 case .send(let message, let to):
@@ -57,7 +57,7 @@ import Testing
         }
 
         /// Sends `message` as if `from` had (a forged or buggy frame, say).
-        mutating func inject(_ message: SWIMMessage, from: MemberID, to: MemberID) {
+        mutating func inject(_ message: SWIMMessage, from: ClusterNode, to: ClusterNode) {
             inFlight.append((now + .milliseconds(1), from, to, message))
         }
 
@@ -100,7 +100,7 @@ import Testing
             }
         }
 
-        func status(of member: MemberID, at observer: MemberID) -> MemberStatus? {
+        func status(of member: ClusterNode, at observer: ClusterNode) -> ClusterMemberStatus? {
             nodes[observer]!.status(of: member)
         }
     }
@@ -198,8 +198,8 @@ import Testing
     }
 
     /// The cluster tests' settings (ClusterFixtures' `fastMembership`).
-    static var fastSettings: SWIMSettings {
-        var settings = SWIMSettings()
+    static var fastSettings: ClusterMembershipSettings {
+        var settings = ClusterMembershipSettings()
         settings.probeInterval = .milliseconds(200)
         settings.pingTimeout = .milliseconds(80)
         settings.suspicionTimeout = .milliseconds(600)
@@ -209,7 +209,7 @@ import Testing
 
     /// How long after it starts a sixth node is known to the five members of a settled cluster
     /// and knows them all (nil: not within 5 s).
-    func timeForAJoinToSpread(settings: SWIMSettings) async -> Duration? {
+    func timeForAJoinToSpread(settings: ClusterMembershipSettings) async -> Duration? {
         var network = Network(settings: settings)
         let members = (1...5).map { Network.member($0) }
         network.start(members[0], seeds: [])
@@ -230,8 +230,8 @@ import Testing
     }
 
     @Test func aJoinIsPushedToEveryMemberWithinAFewLatencies() async {
-        let pushed = await timeForAJoinToSpread(settings: SWIMSettings())
-        var gossipOnly = SWIMSettings()
+        let pushed = await timeForAJoinToSpread(settings: ClusterMembershipSettings())
+        var gossipOnly = ClusterMembershipSettings()
         gossipOnly.joinPushFanOut = 0
         let byGossip = await timeForAJoinToSpread(settings: gossipOnly)
         // The newcomer's ping reaches the seed, the seed's pushes the others, they dial and
@@ -300,15 +300,15 @@ import Testing
     }
 
     @Test func precedenceFollowsIncarnationsThenSeverity() {
-        #expect(MemberStatus.suspect(incarnation: 1).supersedes(.alive(incarnation: 1)))
-        #expect(!MemberStatus.alive(incarnation: 1).supersedes(.suspect(incarnation: 1)))
-        #expect(MemberStatus.alive(incarnation: 2).supersedes(.suspect(incarnation: 1)))
-        #expect(MemberStatus.unreachable(incarnation: 1).supersedes(.suspect(incarnation: 1)))
-        #expect(MemberStatus.down.supersedes(.alive(incarnation: 9)))
-        #expect(!MemberStatus.alive(incarnation: 9).supersedes(.down))
+        #expect(ClusterMemberStatus.suspect(incarnation: 1).supersedes(.alive(incarnation: 1)))
+        #expect(!ClusterMemberStatus.alive(incarnation: 1).supersedes(.suspect(incarnation: 1)))
+        #expect(ClusterMemberStatus.alive(incarnation: 2).supersedes(.suspect(incarnation: 1)))
+        #expect(ClusterMemberStatus.unreachable(incarnation: 1).supersedes(.suspect(incarnation: 1)))
+        #expect(ClusterMemberStatus.down.supersedes(.alive(incarnation: 9)))
+        #expect(!ClusterMemberStatus.alive(incarnation: 9).supersedes(.down))
     }
 }
 
-extension MemberStatus {
+extension ClusterMemberStatus {
     var isAlive: Bool { if case .alive = self { true } else { false } }
 }

@@ -73,6 +73,7 @@ final class RawPeer: @unchecked Sendable {  // used by one test task at a time
         return true
     }
 
+    @discardableResult
     func send(_ envelope: WireEnvelope) async -> Bool {
         await send(Array(envelope.frame().readableBytesView))
     }
@@ -229,11 +230,11 @@ struct AdversaryTests {
         }
     }
 
-    static func hello(name: String = "troupe", from member: MemberID, nonce: [UInt8]) -> WireEnvelope {
+    static func hello(name: String = "troupe", from member: ClusterNode, nonce: [UInt8]) -> WireEnvelope {
         .hello(WireEnvelope.Hello(clusterName: name, from: member, nonce: nonce))
     }
 
-    static func stranger(_ uid: UInt64 = 4242) -> MemberID { MemberID(host: "127.0.0.1", port: 1, uid: uid) }
+    static func stranger(_ uid: UInt64 = 4242) -> ClusterNode { ClusterNode(host: "127.0.0.1", port: 1, uid: uid) }
 
     @Test func garbageLengthsAroundTheLimitsTruncatedFramesAndWrongSecrets() async throws {
         let scene = try await Scene.start()
@@ -392,7 +393,7 @@ struct AdversaryTests {
         for batch in 0..<5 {
             let madeUp = (0..<200).map { index in
                 SWIMMessage.Gossip(
-                    member: MemberID(host: "127.0.0.1", port: 2 + batch * 200 + index, uid: 9), status: .alive(incarnation: 0))
+                    member: ClusterNode(host: "127.0.0.1", port: 2 + batch * 200 + index, uid: 9), status: .alive(incarnation: 0))
             }
             await peer.send(.membership(.ping(sequence: 2, gossip: madeUp)))
         }

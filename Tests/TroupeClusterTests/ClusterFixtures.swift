@@ -150,6 +150,8 @@ distributed actor Greeter: ClusterActor {
 
     distributed func echo(_ bytes: [UInt8]) -> [UInt8] { bytes }
 
+    distributed func bytes(_ count: Int) -> [UInt8] { [UInt8](repeating: 3, count: count) }
+
     /// A generic target: the runtime needs each call's substitutions.
     distributed func describe<Value: Codable & Sendable>(_ value: Value) -> String { "\(Value.self): \(value)" }
 

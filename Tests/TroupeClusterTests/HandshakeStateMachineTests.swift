@@ -7,9 +7,9 @@ import TroupeClusterMembership
 /// refuses, and that nothing said before the proof reaches anything but the connection.
 struct HandshakeStateMachineTests {
     static let secret = "handshake-test-secret-0123456789"
-    let alice = MemberID(host: "127.0.0.1", port: 7001, uid: 11)
-    let bob = MemberID(host: "127.0.0.1", port: 7002, uid: 22)
-    let mallory = MemberID(host: "127.0.0.9", port: 7009, uid: 99)
+    let alice = ClusterNode(host: "127.0.0.1", port: 7001, uid: 11)
+    let bob = ClusterNode(host: "127.0.0.1", port: 7002, uid: 22)
+    let mallory = ClusterNode(host: "127.0.0.9", port: 7009, uid: 99)
     let handshake = Handshake(secret: Self.secret, clusterName: "test")
     let wrongHandshake = Handshake(secret: "not-the-secret-at-all-0123456789", clusterName: "test")
     let nonceA = [UInt8](repeating: 1, count: WireEnvelope.nonceLength)
@@ -21,7 +21,7 @@ struct HandshakeStateMachineTests {
     func responder(_ handshake: Handshake? = nil) -> HandshakeStateMachine {
         HandshakeStateMachine(role: .responder, myself: bob, handshake: handshake ?? self.handshake, nonce: nonceB)
     }
-    static func nobodyDown(_: MemberID) -> Bool { false }
+    static func nobodyDown(_: ClusterNode) -> Bool { false }
 
     /// Every envelope kind that is not part of the handshake.
     var associationEnvelopes: [WireEnvelope] {
@@ -180,7 +180,7 @@ struct HandshakeStateMachineTests {
     }
 
     @Test func aCapturedDownNoticeIsUselessOnAnotherConnection() {
-        var a = initiator()
+        let a = initiator()
         var b = responder()
         guard case .refuse(let captured, _) = b.receive(a.start()!, isDown: { $0 == alice }) else {
             Issue.record("no refusal")

@@ -46,7 +46,7 @@ struct MembershipAuthorityTests {
         for batch in 0..<10 {
             let gossip = (0..<200).map { index in
                 SWIMMessage.Gossip(
-                    member: MemberID(host: "127.0.0.1", port: 1 + batch * 200 + index, uid: UInt64(index + 1)),
+                    member: ClusterNode(host: "127.0.0.1", port: 1 + batch * 200 + index, uid: UInt64(index + 1)),
                     status: .alive(incarnation: 0))
             }
             liar.send(.membership(.ping(sequence: 0, gossip: gossip)), to: a.node)
@@ -55,7 +55,7 @@ struct MembershipAuthorityTests {
             .membership(
                 .ping(
                     sequence: 0,
-                    gossip: [.init(member: MemberID(host: a.node.host, port: a.node.port, uid: 77), status: .alive(incarnation: 0))])),
+                    gossip: [.init(member: ClusterNode(host: a.node.host, port: a.node.port, uid: 77), status: .alive(incarnation: 0))])),
             to: a.node)
         try await Task.sleep(for: .seconds(1))
         #expect(a.membership.count == before, "nobody is admitted on another member's word")

@@ -6,7 +6,7 @@ import TroupeClusterMembership
 
 @Suite("Wire format: envelopes, frames and a fuzzed decoder")
 struct WireTests {
-    static let member = MemberID(host: "127.0.0.1", port: 7337, uid: 42)
+    static let member = ClusterNode(host: "127.0.0.1", port: 7337, uid: 42)
 
     /// Computed, not stored: a global holding enum payloads hides their pointers from
     /// LeakSanitizer (Swift keeps tags in the pointers' spare bits), which reports them as leaks.

@@ -10,6 +10,8 @@ import TroupeCluster
 
 distributed actor BenchEcho: ClusterActor {
     distributed func echo(_ text: String) -> String { text }
+    /// The bulk rows: the argument travels, the reply is its size.
+    distributed func count(_ bytes: [UInt8]) -> Int { bytes.count }
 }
 
 private struct LocalEcho: ActorDefinition {
@@ -30,7 +32,7 @@ struct TwoNodes {
     let echo: BenchEcho
     let remote: BenchEcho
 
-    init() async throws {
+    init(maximumFrameSize: Int = 8 << 20, security: (any NIOTransportSecurity)? = nil) async throws {
         var logger = Logger(label: "troupe-bench.cluster")
         logger.logLevel = .error
         systems = (0..<2).map { index in
@@ -38,14 +40,16 @@ struct TwoNodes {
         }
         let (first, firstThreads) = try await ThreadPlacement.eventLoopThreads { [systems] in
             try await ClusterSystem(
-                settings: ClusterSettings(secret: benchSecret, callTimeout: .seconds(60), logger: logger),
+                settings: ClusterSettings(
+                    secret: benchSecret, callTimeout: .seconds(60), maximumFrameSize: maximumFrameSize,
+                    transport: NIOTransport(security: security), logger: logger),
                 actorSystem: systems[0])
         }
         let (second, secondThreads) = try await ThreadPlacement.eventLoopThreads { [systems] in
             try await ClusterSystem(
                 settings: ClusterSettings(
                     seeds: [(first.node.host, first.node.port)], secret: benchSecret, callTimeout: .seconds(60),
-                    logger: logger),
+                    maximumFrameSize: maximumFrameSize, transport: NIOTransport(security: security), logger: logger),
                 actorSystem: systems[1])
         }
         clusters = [first, second]

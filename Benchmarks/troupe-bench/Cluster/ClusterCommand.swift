@@ -117,6 +117,8 @@ struct ClusterBench: ParsableCommand {
         print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. Process rows: troupe-cluster-node with")
         print("SWIM probe 500 ms (ping timeout 200 ms), suspicion 1.5 s, downing 2 s after unreachable.")
         var rows = try await clusterCallRows(options)
+        rows += try await clusterBulkRows(options)
+        rows += try await clusterTLSRows(options)
         if !callsOnly {
             rows += try await detectionRows(options, binary: binary)
             rows += try await convergenceRows(options, binary: binary)

@@ -14,6 +14,8 @@ struct ClusterRow {
         /// p50 at most `factor` × the p50 of the named row.
         case latencyWithin(Double, of: String)
         case rateAtLeast(Double)
+        /// p50 at most this long.
+        case p50AtMost(Duration)
         /// The slowest trial at most this long.
         case maxAtMost(Duration)
         case countAtMost(Int)
@@ -85,9 +87,17 @@ func printClusterReport(_ rows: [ClusterRow]) -> Bool {
                 let met = (row.rate ?? 0) >= minimum
                 verdict = met ? "met" : "MISSED"
                 allMet = allMet && met
+            case .p50AtMost(let limit)?:
+                cells.append("p50 ≤ \(limit)")
+                let limitNs = UInt64(limit.components.seconds) * 1_000_000_000
+                    + UInt64(limit.components.attoseconds / 1_000_000_000)
+                let met = (row.latency?.p50 ?? .max) <= limitNs
+                verdict = met ? "met" : "MISSED"
+                allMet = allMet && met
             case .maxAtMost(let limit)?:
                 cells.append("max ≤ \(limit)")
                 let limitNs = UInt64(limit.components.seconds) * 1_000_000_000
+                    + UInt64(limit.components.attoseconds / 1_000_000_000)
                 let met = (row.latency?.max ?? .max) <= limitNs
                 verdict = met ? "met" : "MISSED"
                 allMet = allMet && met

@@ -5,6 +5,7 @@ import CBenchSupport
 import Histogram
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// Echoes every byte back.
 private final class EchoHandler: ChannelInboundHandler, Sendable {
@@ -58,12 +59,16 @@ struct RawNIOEcho {
     let client: any Channel
     private let handler: ClientHandler
 
-    init(size: Int) async throws {
+    /// `tls`: both ends over TLS with these contexts (the TLS rows); nil, plain TCP.
+    init(size: Int, tls: (server: NIOSSLContext, client: NIOSSLContext)? = nil) async throws {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         server = try await ServerBootstrap(group: group.next())
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(EchoHandler()) }
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
+                    try channel.pipeline.syncOperations.addHandler(EchoHandler())
+                }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let handler = ClientHandler(size: size)
@@ -71,7 +76,13 @@ struct RawNIOEcho {
         client = try await ClientBootstrap(group: group.next())
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tls.client, serverHostname: nil))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
             }
             .connect(host: "127.0.0.1", port: server.localAddress!.port!).get()
     }

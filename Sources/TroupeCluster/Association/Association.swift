@@ -17,7 +17,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     let connection: any ClusterConnection
     let system: ClusterSystem
     private var machine: HandshakeStateMachine
-    private var establishedPeer: MemberID?
+    private var establishedPeer: ClusterNode?
     private let established = Atomic<Bool>(false)
     /// Frames received, read by the membership actor as proof of life. Relaxed: a count.
     let framesReceived = Atomic<UInt64>(0)
@@ -46,7 +46,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     var isEstablished: Bool { established.load(ordering: .acquiring) }
 
     /// The peer, once the handshake completed (any thread).
-    var peer: MemberID? { isEstablished ? establishedPeer : nil }
+    var peer: ClusterNode? { isEstablished ? establishedPeer : nil }
 
     /// Starts the connection and, as initiator, says hello. Call once.
     func start() {
@@ -120,7 +120,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
         system.associationClosed(self, error: error)
     }
 
-    private func establish(with peer: MemberID) {
+    private func establish(with peer: ClusterNode) {
         establishedPeer = peer
         established.store(true, ordering: .releasing)
         handshakeDeadline?.cancel()

@@ -12,7 +12,7 @@ struct NodeAddress: Hashable, Sendable, CustomStringConvertible {
         self.host = host
         self.port = port
     }
-    init(_ node: MemberID) { self.init(host: node.host, port: node.port) }
+    init(_ node: ClusterNode) { self.init(host: node.host, port: node.port) }
     var description: String { "\(host):\(port)" }
 }
 
@@ -32,7 +32,7 @@ extension ClusterSystem {
     /// ``ClusterCallError/nodeDown(_:)`` if `member` is down or another run of a node now
     /// listens at its address, ``ClusterCallError/nodeUnreachable(_:reason:)`` if it cannot be
     /// reached. Any thread.
-    func association(to member: MemberID) async throws(ClusterCallError) -> Association {
+    func association(to member: ClusterNode) async throws(ClusterCallError) -> Association {
         if let association = currentAssociation(to: member) { return association }
         guard !shutDown else { throw .systemShutDown }
         guard !isDown(member) else { throw .nodeDown(member) }
@@ -72,7 +72,7 @@ extension ClusterSystem {
     }
 
     /// The current association if it is established with exactly `member`: one lock, no await.
-    func currentAssociation(to member: MemberID) -> Association? {
+    func currentAssociation(to member: ClusterNode) -> Association? {
         guard let association = associations.withLock({ $0.current[NodeAddress(member)] }),
             association.peer?.uid == member.uid
         else { return nil }
@@ -82,7 +82,7 @@ extension ClusterSystem {
     /// Sends `envelope` to `member`, dialling first if needed; dropped (and logged at debug) if
     /// the member cannot be reached. For membership, receptionist and watch traffic, which
     /// tolerate loss.
-    func send(_ envelope: WireEnvelope, to member: MemberID) {
+    func send(_ envelope: WireEnvelope, to member: ClusterNode) {
         if let association = currentAssociation(to: member) { return association.send(envelope) }
         guard !shutDown else { return }
         Task {
@@ -162,7 +162,7 @@ extension ClusterSystem {
     /// The handshake completed. If another association to the same node exists (both nodes
     /// dialled at once), both nodes keep the one initiated by the smaller node and retire the
     /// other, so that each pair of nodes ends up with one connection.
-    func associationEstablished(_ association: Association, peer: MemberID) {
+    func associationEstablished(_ association: Association, peer: ClusterNode) {
         let address = NodeAddress(peer)
         admission.withLock { $0.authenticated(association.admission) }
         let (waiters, current, retired) = associations.withLock { table in
@@ -192,7 +192,7 @@ extension ClusterSystem {
     /// Whether `existing` wins over `incoming` between the same two nodes: the one whose
     /// initiator is the smaller node id.
     private func keeps(_ existing: Association, over incoming: Association) -> Bool {
-        func initiator(_ association: Association) -> MemberID {
+        func initiator(_ association: Association) -> ClusterNode {
             association.role == .initiator ? node : association.peer!
         }
         return initiator(existing).orderingKey <= initiator(incoming).orderingKey
@@ -253,7 +253,7 @@ extension ClusterSystem {
     }
 }
 
-extension MemberID {
+extension ClusterNode {
     /// A total order on nodes, the same on every node.
     var orderingKey: String { "\(host):\(port):\(uid)" }
 }

@@ -32,7 +32,7 @@ struct Handshake: Sendable {
     }
 
     func responderProof(
-        initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
+        initiator: ClusterNode, responder: ClusterNode, initiatorNonce: [UInt8], responderNonce: [UInt8]
     ) -> [UInt8] {
         proof(
             label: "troupe-responder", initiator: initiator, responder: responder,
@@ -40,7 +40,7 @@ struct Handshake: Sendable {
     }
 
     func initiatorProof(
-        initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
+        initiator: ClusterNode, responder: ClusterNode, initiatorNonce: [UInt8], responderNonce: [UInt8]
     ) -> [UInt8] {
         proof(
             label: "troupe-initiator", initiator: initiator, responder: responder,
@@ -49,7 +49,7 @@ struct Handshake: Sendable {
 
     /// The proof that goes with "you are down": `down` is the initiator or the responder.
     func downProof(
-        down: MemberID, initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8], responderNonce: [UInt8]
+        down: ClusterNode, initiator: ClusterNode, responder: ClusterNode, initiatorNonce: [UInt8], responderNonce: [UInt8]
     ) -> [UInt8] {
         proof(
             label: down == initiator ? "troupe-initiator-is-down" : "troupe-responder-is-down",
@@ -65,7 +65,7 @@ struct Handshake: Sendable {
     }
 
     private func proof(
-        label: String, initiator: MemberID, responder: MemberID, first: [UInt8], second: [UInt8]
+        label: String, initiator: ClusterNode, responder: ClusterNode, first: [UInt8], second: [UInt8]
     ) -> [UInt8] {
         var message = ByteBuffer()
         message.writeWireString(label)

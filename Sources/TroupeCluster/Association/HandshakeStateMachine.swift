@@ -22,9 +22,9 @@ struct HandshakeStateMachine: Sendable {
         /// Responder: nothing received yet.
         case awaitingHello
         /// Responder: challenge sent to `peer`, whose hello carried `initiatorNonce`.
-        case awaitingProof(peer: MemberID, initiatorNonce: [UInt8])
+        case awaitingProof(peer: ClusterNode, initiatorNonce: [UInt8])
         /// Both sides proved the secret.
-        case established(peer: MemberID)
+        case established(peer: ClusterNode)
         case closed
     }
 
@@ -34,9 +34,9 @@ struct HandshakeStateMachine: Sendable {
         case send(WireEnvelope)
         /// The peer proved the secret: send `then` if there is one (the initiator's proof), then
         /// use the connection.
-        case establish(peer: MemberID, then: WireEnvelope?)
+        case establish(peer: ClusterNode, then: WireEnvelope?)
         /// An envelope of the established association, from `peer`.
-        case deliver(WireEnvelope, from: MemberID)
+        case deliver(WireEnvelope, from: ClusterNode)
         /// Send this refusal, close, and count a failed handshake. `reason` is for this node's log.
         case refuse(WireEnvelope.Refusal, reason: String)
         /// Close and count a failed handshake (the peer refused us, or failed to prove itself).
@@ -44,20 +44,20 @@ struct HandshakeStateMachine: Sendable {
         /// Close and count a protocol violation (an envelope with no place here).
         case violation(reason: String)
         /// A proved "you are down" from `by`: the cluster removed this node.
-        case removedFromCluster(by: MemberID, reason: String)
+        case removedFromCluster(by: ClusterNode, reason: String)
         /// Nothing (the connection is already closed).
         case ignore
     }
 
     let role: Role
-    let myself: MemberID
+    let myself: ClusterNode
     /// This side's nonce for this connection: the hello's (initiator) or the challenge's
     /// (responder).
     let myNonce: [UInt8]
     private let handshake: Handshake
     private(set) var state: State
 
-    init(role: Role, myself: MemberID, handshake: Handshake, nonce: [UInt8]) {
+    init(role: Role, myself: ClusterNode, handshake: Handshake, nonce: [UInt8]) {
         self.role = role
         self.myself = myself
         self.handshake = handshake
@@ -66,7 +66,7 @@ struct HandshakeStateMachine: Sendable {
     }
 
     /// The peer once established, else nil.
-    var peer: MemberID? {
+    var peer: ClusterNode? {
         if case .established(let peer) = state { peer } else { nil }
     }
 
@@ -77,7 +77,7 @@ struct HandshakeStateMachine: Sendable {
     }
 
     /// The next envelope of the connection. `isDown` says whether this node holds a member down.
-    mutating func receive(_ envelope: WireEnvelope, isDown: (MemberID) -> Bool) -> Action {
+    mutating func receive(_ envelope: WireEnvelope, isDown: (ClusterNode) -> Bool) -> Action {
         switch state {
         case .established(let peer):
             switch envelope {
@@ -103,7 +103,7 @@ struct HandshakeStateMachine: Sendable {
 
     // MARK: Responder
 
-    private mutating func receiveHello(_ envelope: WireEnvelope, isDown: (MemberID) -> Bool) -> Action {
+    private mutating func receiveHello(_ envelope: WireEnvelope, isDown: (ClusterNode) -> Bool) -> Action {
         guard case .hello(let hello) = envelope else { return unexpected(envelope, expected: "hello") }
         guard hello.clusterName == handshake.clusterName else {
             return refuse(
@@ -124,7 +124,7 @@ struct HandshakeStateMachine: Sendable {
         return .send(.challenge(WireEnvelope.Challenge(from: myself, nonce: myNonce, proof: proof)))
     }
 
-    private mutating func receiveProof(_ envelope: WireEnvelope, peer: MemberID, initiatorNonce: [UInt8]) -> Action {
+    private mutating func receiveProof(_ envelope: WireEnvelope, peer: ClusterNode, initiatorNonce: [UInt8]) -> Action {
         if case .refused(let refusal) = envelope {
             return refused(refusal, initiator: peer, responder: myself, initiatorNonce: initiatorNonce)
         }
@@ -140,7 +140,7 @@ struct HandshakeStateMachine: Sendable {
 
     // MARK: Initiator
 
-    private mutating func receiveChallenge(_ envelope: WireEnvelope, isDown: (MemberID) -> Bool) -> Action {
+    private mutating func receiveChallenge(_ envelope: WireEnvelope, isDown: (ClusterNode) -> Bool) -> Action {
         if case .refused(let refusal) = envelope {
             // The responder is not known yet: a proved notice names it, and the proof covers it.
             let responder = refusal.downNotice?.from ?? myself
@@ -174,7 +174,7 @@ struct HandshakeStateMachine: Sendable {
     /// A refusal from the peer. Its reason is the peer's text (sanitised for the log); a down
     /// notice counts only if its proof checks out for this connection.
     private mutating func refused(
-        _ refusal: WireEnvelope.Refusal, initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8]
+        _ refusal: WireEnvelope.Refusal, initiator: ClusterNode, responder: ClusterNode, initiatorNonce: [UInt8]
     ) -> Action {
         state = .closed
         let reason = PeerText(refusal.reason)
@@ -193,7 +193,7 @@ struct HandshakeStateMachine: Sendable {
     }
 
     private func downNotice(
-        down: MemberID, initiator: MemberID, responder: MemberID, initiatorNonce: [UInt8]
+        down: ClusterNode, initiator: ClusterNode, responder: ClusterNode, initiatorNonce: [UInt8]
     ) -> WireEnvelope.DownNotice {
         WireEnvelope.DownNotice(
             from: myself, responderNonce: myNonce,

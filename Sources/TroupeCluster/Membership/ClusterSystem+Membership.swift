@@ -4,13 +4,13 @@ import TroupeClusterMembership
 
 /// Every member's status as this node knows it, and the subscribers to changes.
 struct MemberTable {
-    var statuses: [MemberID: MemberStatus] = [:]
+    var statuses: [ClusterNode: ClusterMemberStatus] = [:]
     var subscribers: [UInt64: AsyncStream<ClusterMembershipEvent>.Continuation] = [:]
     var nextSubscriber: UInt64 = 0
     var finished = false
     /// Members that announced they leave: their going down is logged as a departure, not a
     /// failure.
-    var leaving: Set<MemberID> = []
+    var leaving: Set<ClusterNode> = []
 }
 
 extension ClusterSystem {
@@ -53,7 +53,7 @@ extension ClusterSystem {
     }
 
     /// Whether `member` was marked down (final for that uid).
-    func isDown(_ member: MemberID) -> Bool {
+    func isDown(_ member: ClusterNode) -> Bool {
         memberTable.withLock { $0.statuses[member] == .down }
     }
 
@@ -82,7 +82,7 @@ extension ClusterSystem {
         }
     }
 
-    private func memberDown(_ member: MemberID) {
+    private func memberDown(_ member: ClusterNode) {
         failCalls(where: { $0 == member }, with: { .nodeDown($0) })
         nodeDownForWatches(member)
         removeReceptionistEntries(of: member)

@@ -8,23 +8,23 @@ struct MembershipActor: ActorDefinition {
     enum Message: Sendable {
         /// The periodic tick (a tenth of the probe interval).
         case tick
-        case swim(SWIMMessage, from: MemberID)
+        case swim(SWIMMessage, from: ClusterNode)
         /// A handshake completed with this member: join through it if it is new.
-        case associated(MemberID)
+        case associated(ClusterNode)
         /// The current connection to this member closed: probe it now.
-        case connectionLost(MemberID)
+        case connectionLost(ClusterNode)
         /// Nothing listens at this address: the members there are unreachable.
         case refused(NodeAddress)
         /// Another run of a node listens at this member's address: the member is gone.
-        case superseded(MemberID)
+        case superseded(ClusterNode)
         /// The member said it leaves.
-        case leaving(MemberID)
+        case leaving(ClusterNode)
     }
 
     weak var cluster: ClusterSystem?
     var machine: SWIMStateMachine
     /// Frames counted on each association at the last tick (proof of life).
-    var heardCounts: [MemberID: UInt64] = [:]
+    var heardCounts: [ClusterNode: UInt64] = [:]
     var lastSeedDial: Duration?
 
     init(cluster: ClusterSystem) {
@@ -84,7 +84,7 @@ extension ClusterSystem {
     }
 
     /// Frames received so far on each current association, by peer.
-    func framesReceivedByPeer() -> [(MemberID, UInt64)] {
+    func framesReceivedByPeer() -> [(ClusterNode, UInt64)] {
         associations.withLock { table in
             table.current.values.compactMap { association in
                 association.peer.map { ($0, association.framesReceived.load(ordering: .relaxed)) }
@@ -112,7 +112,7 @@ extension ClusterSystem {
     /// admitted by its own handshake (``MembershipActor/Message/associated(_:)``) and never on
     /// another member's word. At most ``maximumDiscoveryDials`` at once: a member gossiping
     /// thousands of made-up names costs a few failed dials, each bounded by the connect timeout.
-    func dialDiscovered(_ member: MemberID) {
+    func dialDiscovered(_ member: ClusterNode) {
         guard !shutDown, currentAssociation(to: member) == nil, !isDown(member) else { return }
         guard discoveryDials.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumDiscoveryDials else {
             discoveryDials.wrappingSubtract(1, ordering: .relaxed)

@@ -81,12 +81,12 @@ struct ReceptionistSubscriber: Sendable {
 /// The receptionist's state: this node's check-ins, each other node's, and the subscribers.
 struct ReceptionistTable {
     var local: [String: Set<UInt64>] = [:]
-    var remote: [MemberID: [String: Set<UInt64>]] = [:]
+    var remote: [ClusterNode: [String: Set<UInt64>]] = [:]
     var subscribers: [String: [UInt64: ReceptionistSubscriber]] = [:]
     var nextSubscriber: UInt64 = 0
     var finished = false
 
-    func ids(for key: String, node: MemberID) -> [ClusterActorID] {
+    func ids(for key: String, node: ClusterNode) -> [ClusterActorID] {
         var ids = (local[key] ?? []).sorted().map { ClusterActorID(node: node, number: $0) }
         for (member, keys) in remote.sorted(by: { $0.key.orderingKey < $1.key.orderingKey }) {
             ids += (keys[key] ?? []).sorted().map { ClusterActorID(node: member, number: $0) }
@@ -94,7 +94,7 @@ struct ReceptionistTable {
         return ids
     }
 
-    func notify(_ key: String, node: MemberID) {
+    func notify(_ key: String, node: ClusterNode) {
         guard let subscribers = subscribers[key], !subscribers.isEmpty else { return }
         let current = ids(for: key, node: node)
         for subscriber in subscribers.values { subscriber.deliver(current) }
@@ -122,7 +122,7 @@ extension ClusterSystem {
         association.send(.receptionist(.init(operation: .snapshot, entries: entries)))
     }
 
-    func applyReceptionistUpdate(_ update: WireEnvelope.ReceptionistUpdate, from peer: MemberID) {
+    func applyReceptionistUpdate(_ update: WireEnvelope.ReceptionistUpdate, from peer: ClusterNode) {
         guard !isDown(peer) else { return }
         receptionistTable.withLock { table in
             var touched = Set(update.entries.map(\.key))
@@ -143,7 +143,7 @@ extension ClusterSystem {
         }
     }
 
-    func removeReceptionistEntries(of member: MemberID) {
+    func removeReceptionistEntries(of member: ClusterNode) {
         receptionistTable.withLock { table in
             guard let keys = table.remote.removeValue(forKey: member) else { return }
             for key in keys.keys { table.notify(key, node: node) }

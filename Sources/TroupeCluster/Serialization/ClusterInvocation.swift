@@ -111,6 +111,16 @@ public struct ClusterResultHandler: DistributedTargetInvocationResultHandler {
                 code: .serialization, typeName: String(reflecting: Success.self), message: "\(error)")
             return send(.failure(failure))
         }
+        // A reply over the peer's frame limit would close the connection it travels on: the
+        // caller gets a serialization failure that says what to raise instead.
+        let frameSize = 24 + buffer.readableBytes
+        guard frameSize <= system.settings.maximumFrameSize else {
+            let failure = WireEnvelope.RemoteFailure(
+                code: .serialization, typeName: String(reflecting: Success.self),
+                message:
+                    "the result encodes to a frame of \(frameSize) bytes, over ClusterSettings.maximumFrameSize (\(system.settings.maximumFrameSize)); raise it on every node")
+            return send(.failure(failure))
+        }
         send(.value(buffer))
     }
 

@@ -38,7 +38,7 @@ struct ClusterMetrics: Sendable {
         down = change("down")
     }
 
-    func membershipChanged(to status: MemberStatus) {
+    func membershipChanged(to status: ClusterMemberStatus) {
         switch status {
         case .alive: alive.increment()
         case .suspect: suspect.increment()

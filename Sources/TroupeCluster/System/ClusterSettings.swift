@@ -2,15 +2,18 @@ import CoreMetrics
 import Logging
 import TroupeClusterMembership
 
+// The membership types live in TroupeClusterMembership (SWIM as a pure state machine, not a
+// product) under the names users see; these aliases make them TroupeCluster's API.
+
 /// A node of the cluster: its address and the uid it drew when it started (a node restarted on
 /// the same address is a new node).
-public typealias ClusterNode = MemberID
+public typealias ClusterNode = TroupeClusterMembership.ClusterNode
 /// A node's status as this node sees it (SWIM: alive, suspect, unreachable, down).
-public typealias ClusterMemberStatus = MemberStatus
+public typealias ClusterMemberStatus = TroupeClusterMembership.ClusterMemberStatus
 /// One change of a node's status.
-public typealias ClusterMembershipEvent = MembershipEvent
+public typealias ClusterMembershipEvent = TroupeClusterMembership.ClusterMembershipEvent
 /// SWIM's timing and fan-out (``ClusterSettings/membership``).
-public typealias ClusterMembershipSettings = SWIMSettings
+public typealias ClusterMembershipSettings = TroupeClusterMembership.ClusterMembershipSettings
 
 /// How a ``ClusterSystem`` binds, finds its peers, proves itself and times things.
 public struct ClusterSettings: Sendable {

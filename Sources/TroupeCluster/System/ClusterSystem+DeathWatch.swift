@@ -47,7 +47,7 @@ public final class ClusterWatch: Sendable {
 struct WatchTable {
     var watchers: [ClusterActorID: [UInt64: @Sendable (ClusterTermination) -> Void]] = [:]
     var nextToken: UInt64 = 0
-    var watchedBy: [UInt64: Set<MemberID>] = [:]
+    var watchedBy: [UInt64: Set<ClusterNode>] = [:]
     var finished = false
 }
 
@@ -108,7 +108,7 @@ extension ClusterSystem {
         for peer in watchingNodes { send(.terminated(actorNumber: id.number), to: peer) }
     }
 
-    func remoteWatch(_ number: UInt64, by peer: MemberID) {
+    func remoteWatch(_ number: UInt64, by peer: ClusterNode) {
         guard localActor(number: number) != nil else { return send(.terminated(actorNumber: number), to: peer) }
         watchTable.withLock { _ = $0.watchedBy[number, default: []].insert(peer) }
         // The actor may have resigned between the check and the insertion.
@@ -118,7 +118,7 @@ extension ClusterSystem {
         }
     }
 
-    func remoteUnwatch(_ number: UInt64, by peer: MemberID) {
+    func remoteUnwatch(_ number: UInt64, by peer: ClusterNode) {
         watchTable.withLock { table in
             table.watchedBy[number]?.remove(peer)
             if table.watchedBy[number]?.isEmpty == true { table.watchedBy[number] = nil }
@@ -130,7 +130,7 @@ extension ClusterSystem {
     }
 
     /// `member` is down: every watch on its actors fires with ``ClusterTermination/Reason/nodeDown``.
-    func nodeDownForWatches(_ member: MemberID) {
+    func nodeDownForWatches(_ member: ClusterNode) {
         let ids = watchTable.withLock { table in
             for number in table.watchedBy.keys { table.watchedBy[number]?.remove(member) }
             return table.watchers.keys.filter { $0.node == member }

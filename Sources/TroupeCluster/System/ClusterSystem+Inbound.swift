@@ -10,7 +10,7 @@ extension ClusterSystem {
     /// a Troupe executor, run their turns right here when those executors are idle
     /// (``ActorSystem/runningTurnsHere(maximumTurns:_:)``): a call then costs no hand-off to a
     /// worker, and the reply is written from the transport's own thread.
-    func handle(_ envelope: WireEnvelope, from association: Association, peer: MemberID) {
+    func handle(_ envelope: WireEnvelope, from association: Association, peer: ClusterNode) {
         switch envelope {
         case .invocation(let invocation):
             actorSystem.runningTurnsHere { execute(invocation, from: association) }

@@ -14,7 +14,7 @@ struct PendingCalls {
 /// connection or the shutdown): removal under the lock is what makes it once, so the
 /// continuation need not check it again (an unsafe one saves the checked one's allocation).
 struct PendingCall {
-    let node: MemberID
+    let node: ClusterNode
     let continuation: UnsafeContinuation<WireEnvelope.Reply.Outcome, any Error>
     /// When the call times out, on the actor system's clock (``ActorSystem/uptime``).
     let deadline: Duration
@@ -105,6 +105,15 @@ extension ClusterSystem {
                 callID: callID, recipientUID: recipient.node.uid, recipientNumber: recipient.number,
                 target: target.identifier, genericSubstitutions: invocation.genericSubstitutions,
                 arguments: invocation.arguments))
+        // A frame over the limit would close the association (for every call on it): refuse
+        // this call alone, and say what to change.
+        let frameSize = envelope.frameCapacity
+        guard frameSize <= settings.maximumFrameSize else {
+            throw ClusterCallError.serialization(
+                type: "the arguments of \(target.description)",
+                reason:
+                    "they encode to a frame of \(frameSize) bytes, over ClusterSettings.maximumFrameSize (\(settings.maximumFrameSize)); raise it on every node")
+        }
         let deadline = actorSystem.uptime + timeout
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
@@ -139,7 +148,7 @@ extension ClusterSystem {
 
     /// Fails every waiting call to a node matching `matches`.
     func failCalls(
-        where matches: (MemberID) -> Bool, with error: (MemberID) -> ClusterCallError
+        where matches: (ClusterNode) -> Bool, with error: (ClusterNode) -> ClusterCallError
     ) {
         let failed = pendingCalls.withLock { calls -> [PendingCall] in
             let ids = calls.byID.filter { matches($0.value.node) }.keys

@@ -127,7 +127,20 @@ struct DistributedTargetTable: Sendable {
     /// How many targets are kept.
     var resolvedCount: Int { table.withLock { $0.count } }
 
+    /// Whether this build calls the runtime's entry point directly (see
+    /// `_troupeExecuteDistributedTarget`): only with the compilers whose entry point was checked
+    /// (Swift 6.0–6.3: `RemoteCallTests` run every resolved path against the standard one). A
+    /// newer compiler takes the public `executeDistributedTarget` for every call (slower, never
+    /// wrong) until the tests pass on it and this bound is raised; `RemoteCallTests` fails on
+    /// such a toolchain to say so.
+    #if compiler(>=6.0) && !compiler(>=6.4)
+        static let callsRuntimeEntryPoint = true
+    #else
+        static let callsRuntimeEntryPoint = false
+    #endif
+
     func lookup(_ identifier: String) -> Lookup {
+        guard Self.callsRuntimeEntryPoint else { return .standard }
         if let target = table.withLock({ $0[identifier] }) { return .resolved(target) }
         guard let target = Self.resolve(identifier) else { return .standard }
         table.withLock { table in

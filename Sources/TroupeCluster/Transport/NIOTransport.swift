@@ -232,6 +232,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     /// Event loop.
     private func flushOutbox() {
+        channel.eventLoop.assertInEventLoop()
         let frames = outbox.withLock { outbox in
             defer {
                 outbox.frames.removeAll(keepingCapacity: true)
@@ -246,6 +247,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     /// Gathers a small frame, or writes a large one after what was gathered. Event loop.
     private func write(_ frame: ByteBuffer) {
+        channel.eventLoop.assertInEventLoop()
         guard frame.readableBytes <= Self.coalescedFrameLimit else {
             writeCoalesced()
             return channel.write(frame, promise: nil)
@@ -255,6 +257,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     /// Writes the gathered frames as one buffer. Event loop.
     private func writeCoalesced() {
+        channel.eventLoop.assertInEventLoop()
         guard coalesced.readableBytes > 0 else { return }
         channel.write(coalesced, promise: nil)
         // The channel holds the written bytes until the socket takes them: start a new buffer.
@@ -263,6 +266,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     /// Writes what was gathered and flushes everything written. Event loop.
     private func flushWritten() {
+        channel.eventLoop.assertInEventLoop()
         writeCoalesced()
         channel.flush()
     }
@@ -279,12 +283,14 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     /// Event loop.
     func deliver(_ frame: ByteBuffer) {
+        channel.eventLoop.assertInEventLoop()
         readingBurst = true
         if let handler { handler.received(frame, on: self) } else { early.append(frame) }
     }
 
     /// The end of a burst of reads. Event loop.
     func deliveredBurst() {
+        channel.eventLoop.assertInEventLoop()
         readingBurst = false
         if unflushed > 0 {
             unflushed = 0
@@ -294,6 +300,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
 
     /// Event loop.
     func reportClosed(_ error: (any Error)?) {
+        channel.eventLoop.assertInEventLoop()
         guard let handler else {
             closedBeforeStart = .some(error)
             return

@@ -40,12 +40,12 @@ enum WireEnvelope: Sendable, Equatable {
 
     struct Hello: Sendable, Equatable {
         let clusterName: String
-        let from: MemberID
+        let from: ClusterNode
         let nonce: [UInt8]
     }
 
     struct Challenge: Sendable, Equatable {
-        let from: MemberID
+        let from: ClusterNode
         let nonce: [UInt8]
         let proof: [UInt8]
     }
@@ -71,7 +71,7 @@ enum WireEnvelope: Sendable, Equatable {
     /// so only a node that knows the secret can say it, and only on the connection it answers.
     struct DownNotice: Sendable, Equatable {
         /// The node that says it.
-        let from: MemberID
+        let from: ClusterNode
         /// The responder's nonce (a responder refusing a hello has not sent one yet).
         let responderNonce: [UInt8]
         let proof: [UInt8]
@@ -308,7 +308,7 @@ extension WireEnvelope {
 }
 
 extension ByteBuffer {
-    mutating func writeMember(_ member: MemberID) {
+    mutating func writeMember(_ member: ClusterNode) {
         writeWireString(member.host)
         writeInteger(UInt16(truncatingIfNeeded: member.port), endianness: .big)
         writeInteger(member.uid, endianness: .big)
@@ -501,10 +501,10 @@ extension WireEnvelope {
 }
 
 extension WireReader {
-    mutating func member() throws -> MemberID {
+    mutating func member() throws -> ClusterNode {
         let host = try string("host")
         let port = Int(try u16("port"))
-        return MemberID(host: host, port: port, uid: try u64("uid"))
+        return ClusterNode(host: host, port: port, uid: try u64("uid"))
     }
 
     static let maximumGossipItems = 256
@@ -512,7 +512,7 @@ extension WireReader {
     mutating func swim() throws -> SWIMMessage {
         let tag = try u8("membership message")
         let sequence = try u64("sequence")
-        var target: MemberID?
+        var target: ClusterNode?
         switch tag {
         case 1: break
         case 2, 3: target = try member()
@@ -527,7 +527,7 @@ extension WireReader {
         }
         for _ in 0..<items {
             let member = try member()
-            let status: MemberStatus
+            let status: ClusterMemberStatus
             switch try u8("status") {
             case 0: status = .alive(incarnation: try u64("incarnation"))
             case 1: status = .suspect(incarnation: try u64("incarnation"))
