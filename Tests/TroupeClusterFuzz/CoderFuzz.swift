@@ -53,7 +53,7 @@ enum CoderFuzz {
         Case(UInt64.self) { [0, .max] },
         Case(Int8.self) { [-128, 127] },
         Case(Float.self) { [1.5, -.infinity] },
-        Case(MemberID.self) { [MemberID(host: "10.0.0.1", port: 7001, uid: 11)] },
+        Case(ClusterNode.self) { [ClusterNode(host: "10.0.0.1", port: 7001, uid: 11)] },
         Case(FuzzRecord?.self) { [nil, FuzzRecord.minimal] },
         Case(Date.self) { [Date(timeIntervalSince1970: 1_700_000_000.5)] },
         Case(UUID.self) { [UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))] },
@@ -192,7 +192,7 @@ struct FuzzRecord: Codable, Sendable {
     var level: Level?
     var shape: FuzzShape
     var shapes: [FuzzShape]?
-    var member: MemberID?
+    var member: ClusterNode?
     var children: [FuzzRecord]
 
     static var minimal: FuzzRecord {
@@ -209,6 +209,6 @@ struct FuzzRecord: Codable, Sendable {
             byNumber: [3: "three", -4: "minus four"], matrix: [[1, 2], [], [3]], samples: [1, -2.5],
             payload: [0, 255], data: Data([9, 8]), status: .suspended, level: .high,
             shape: .rectangle(width: 3, height: 4), shapes: [.point, .labelled("c", .circle(radius: 2))],
-            member: MemberID(host: "10.0.0.2", port: 7002, uid: 22), children: [minimal, minimal])
+            member: ClusterNode(host: "10.0.0.2", port: 7002, uid: 22), children: [minimal, minimal])
     }
 }

@@ -26,7 +26,10 @@
         return 0
     }
 
-    /// libFuzzer's driver (libclang_rt.fuzzer), run from this program's own `main`.
+    /// libFuzzer's driver (libclang_rt.fuzzer), run from this program's own `main`: SwiftPM
+    /// links an executable's `main` to its `@main` (`--defsym main=troupe_cluster_fuzz_main`),
+    /// so libFuzzer's own `main` is never linked in, and the `@main` below hands over to this.
+    /// (Declared here with C's argument types: the module has no C header to import it from.)
     @_silgen_name("LLVMFuzzerRunDriver")
     func LLVMFuzzerRunDriver(
         _ argc: UnsafeMutablePointer<CInt>,

@@ -19,8 +19,8 @@ import TroupeClusterMembership
 /// transcripts and the fuzzer explores the established state and proved refusals.
 enum HandshakeFuzz {
     static let clusterName = "fuzz"
-    static let initiatorID = MemberID(host: "10.0.0.1", port: 7001, uid: 11)
-    static let responderID = MemberID(host: "10.0.0.2", port: 7002, uid: 22)
+    static let initiatorID = ClusterNode(host: "10.0.0.1", port: 7001, uid: 11)
+    static let responderID = ClusterNode(host: "10.0.0.2", port: 7002, uid: 22)
     static let initiatorNonce = [UInt8](repeating: 0x11, count: WireEnvelope.nonceLength)
     static let responderNonce = [UInt8](repeating: 0x22, count: WireEnvelope.nonceLength)
     static let knownSecret = "troupe-fuzz-known-secret-0123456789"
@@ -40,7 +40,7 @@ enum HandshakeFuzz {
         let usualPeer = role == .initiator ? responderID : initiatorID
         let myNonce = role == .initiator ? initiatorNonce : responderNonce
         let downRule = (settings >> 1) & 3
-        let isDown: (MemberID) -> Bool = { member in
+        let isDown: (ClusterNode) -> Bool = { member in
             switch downRule {
             case 0: false
             case 1: true
@@ -80,8 +80,8 @@ enum HandshakeFuzz {
     // swift-format-ignore
     static func check(
         _ action: Machine.Action, after envelope: WireEnvelope, in before: Machine.State, now: Machine.State,
-        myself: MemberID, myNonce: [UInt8], role: Machine.Role, handshake: Handshake, secretKnown: Bool,
-        isDown: (MemberID) -> Bool
+        myself: ClusterNode, myNonce: [UInt8], role: Machine.Role, handshake: Handshake, secretKnown: Bool,
+        isDown: (ClusterNode) -> Bool
     ) {
         let what = { "\(action) after \(envelope.kindName) in \(before) (\(role))" }
         if before == .closed {

@@ -13,7 +13,7 @@ import TroupeClusterMembership
 /// kind, valid encodings of every coder type, and complete handshake transcripts in both roles,
 /// each behind the byte that selects its target.
 enum Seeds {
-    static let member = MemberID(host: "127.0.0.1", port: 7337, uid: 42)
+    static let member = ClusterNode(host: "127.0.0.1", port: 7337, uid: 42)
 
     /// One envelope of every kind and variant (as in WireTests).
     static var envelopes: [WireEnvelope] {

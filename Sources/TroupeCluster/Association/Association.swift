@@ -16,7 +16,13 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
 
     let connection: any ClusterConnection
     let system: ClusterSystem
-    private var machine: HandshakeStateMachine
+    /// `@exclusivity(unchecked)`: touched only by the delivery sequence (one frame at a time),
+    /// so the run-time exclusivity check (~80 instructions per access, one per frame) proves
+    /// nothing here.
+    @exclusivity(unchecked) private var machine: HandshakeStateMachine
+    /// The machine's peer while it is `established` (the delivery sequence's fast path); the
+    /// same confinement as `machine`.
+    @exclusivity(unchecked) private var deliveryPeer: ClusterNode?
     private var establishedPeer: ClusterNode?
     private let established = Atomic<Bool>(false)
     /// Frames received, read by the membership actor as proof of life. Relaxed: a count.
@@ -60,8 +66,11 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
         if let hello { send(hello) }
     }
 
-    func send(_ envelope: WireEnvelope) {
-        var buffer = allocator.buffer(capacity: envelope.frameCapacity)
+    func send(_ envelope: WireEnvelope) { send(envelope, frameCapacity: envelope.frameCapacity) }
+
+    /// `send(_:)` with the frame's size already known (a call computes it to check the limit).
+    func send(_ envelope: WireEnvelope, frameCapacity: Int) {
+        var buffer = allocator.buffer(capacity: frameCapacity)
         envelope.writeFrame(into: &buffer)
         connection.send(buffer)
     }
@@ -85,8 +94,13 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
             envelope = try WireEnvelope.decode(frame)
         } catch {
             machine.close()
+            deliveryPeer = nil
             return system.protocolViolation(self, reason: "\(error)")
         }
+        // The established association's envelopes (every call and reply) skip the machine's
+        // action: `deliveryPeer` is set exactly when the machine is `established`, and the
+        // machine's rule there is "handshake envelopes are violations, the rest are delivered".
+        if let peer = deliveryPeer, !envelope.isHandshake { return system.handle(envelope, from: self, peer: peer) }
         let system = self.system
         switch machine.receive(envelope, isDown: { system.isDown($0) }) {
         case .deliver(let envelope, let peer):
@@ -102,6 +116,7 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
         case .close(let reason):
             system.handshakeFailed(self, reason: reason)
         case .violation(let reason):
+            deliveryPeer = nil
             system.protocolViolation(self, reason: reason)
         case .removedFromCluster(let by, let reason):
             system.handshakeFailed(self, reason: "\(by) says the cluster removed this node: \(reason)")
@@ -116,12 +131,14 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
         // incomplete) and closed the connection.
         if let error = error as? WireError { system.protocolViolation(self, reason: "\(error)") }
         machine.close()
+        deliveryPeer = nil
         handshakeDeadline?.cancel()
         system.associationClosed(self, error: error)
     }
 
     private func establish(with peer: ClusterNode) {
         establishedPeer = peer
+        deliveryPeer = peer
         established.store(true, ordering: .releasing)
         handshakeDeadline?.cancel()
         connection.peerAuthenticated(
@@ -132,6 +149,14 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
 }
 
 extension WireEnvelope {
+    /// Whether this is one of the handshake's envelopes (hello, challenge, proof, refused).
+    var isHandshake: Bool {
+        switch self {
+        case .hello, .challenge, .proof, .refused: true
+        default: false
+        }
+    }
+
     var kindName: String {
         switch self {
         case .hello: "hello"

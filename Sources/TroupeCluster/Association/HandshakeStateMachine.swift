@@ -77,16 +77,23 @@ struct HandshakeStateMachine: Sendable {
     }
 
     /// The next envelope of the connection. `isDown` says whether this node holds a member down.
+    ///
     mutating func receive(_ envelope: WireEnvelope, isDown: (ClusterNode) -> Bool) -> Action {
-        switch state {
-        case .established(let peer):
-            switch envelope {
-            case .hello, .challenge, .proof, .refused:
+        if case .established(let peer) = state {
+            guard !envelope.isHandshake else {
                 state = .closed
                 return .violation(reason: "\(envelope.kindName) after the handshake")
-            default:
-                return .deliver(envelope, from: peer)
             }
+            return .deliver(envelope, from: peer)
+        }
+        return receiveBeforeEstablished(envelope, isDown: isDown)
+    }
+
+    /// ``receive(_:isDown:)`` in every state but `established`.
+    private mutating func receiveBeforeEstablished(_ envelope: WireEnvelope, isDown: (ClusterNode) -> Bool) -> Action {
+        switch state {
+        case .established:
+            preconditionFailure("handled by receive(_:isDown:)")
         case .awaitingHello:
             return receiveHello(envelope, isDown: isDown)
         case .awaitingChallenge:

@@ -128,7 +128,7 @@ extension ClusterSystem {
                 // took the lock after this registration (and fails the call), or set `shutDown`
                 // before it (seen here).
                 if shutDown { return completeCall(callID, with: .failure(ClusterCallError.systemShutDown)) }
-                association.send(envelope)
+                association.send(envelope, frameCapacity: frameSize)
             }
         } onCancel: {
             completeCall(callID, with: .failure(CancellationError()))

@@ -151,11 +151,12 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
     var remoteHost: String? { channel.remoteAddress?.ipAddress }
 
     /// The largest frame accepted now: the unauthenticated limit given at `listen`/`connect`
-    /// until ``peerAuthenticated(maximumFrameSize:incompleteFrameTimeout:)`` raises it. Event loop only.
-    var frameLimit: Int
+    /// until ``peerAuthenticated(maximumFrameSize:incompleteFrameTimeout:)`` raises it. Event
+    /// loop only, so it skips the run-time exclusivity check (read once per frame).
+    @exclusivity(unchecked) var frameLimit: Int
     /// Set once the peer is authenticated: how long a started frame may stay incomplete.
-    /// Event loop only.
-    var incompleteFrameTimeout: TimeAmount?
+    /// Event loop only (as `frameLimit`).
+    @exclusivity(unchecked) var incompleteFrameTimeout: TimeAmount?
 
     func peerAuthenticated(maximumFrameSize: Int, incompleteFrameTimeout: Duration) {
         let timeout = TimeAmount.nanoseconds(
