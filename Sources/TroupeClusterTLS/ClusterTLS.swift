@@ -58,10 +58,17 @@ public struct ClusterTLS: NIOTransportSecurity {
     public init(
         certificateChainFile: String, privateKeyFile: String, trustRootsFile: String, verifiesHostnames: Bool = false
     ) throws {
+        func load<T>(_ what: String, _ file: String, _ read: () throws -> T) throws(ClusterTLSError) -> T {
+            do { return try read() } catch { throw .cannotLoad(what, file: file, reason: "\(error)") }
+        }
         try self.init(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificateChainFile),
-            privateKey: try NIOSSLPrivateKey(file: privateKeyFile, format: .pem),
-            trustRoots: try NIOSSLCertificate.fromPEMFile(trustRootsFile),
+            certificateChain: try load("the certificate chain", certificateChainFile) {
+                try NIOSSLCertificate.fromPEMFile(certificateChainFile)
+            },
+            privateKey: try load("the private key", privateKeyFile) {
+                try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
+            },
+            trustRoots: try load("the trust roots", trustRootsFile) { try NIOSSLCertificate.fromPEMFile(trustRootsFile) },
             verifiesHostnames: verifiesHostnames)
     }
 
@@ -84,11 +91,14 @@ public enum ClusterTLSError: Error, Sendable, Hashable, CustomStringConvertible 
     case noCertificate
     /// No trust roots: no peer could be verified.
     case noTrustRoots
+    /// A PEM file could not be read or parsed: what it should hold, its path and why.
+    case cannotLoad(String, file: String, reason: String)
 
     public var description: String {
         switch self {
         case .noCertificate: "ClusterTLS needs this node's certificate (the chain is empty)"
         case .noTrustRoots: "ClusterTLS needs the cluster's certificate authority as trust roots (none given)"
+        case .cannotLoad(let what, let file, let reason): "ClusterTLS cannot load \(what) from \(file) (PEM): \(reason)"
         }
     }
 }

@@ -103,10 +103,13 @@ struct ClusterTLSTests {
         #expect(throws: ClusterTLSError.noTrustRoots) {
             try ClusterTLS(certificateChain: chain, privateKey: key, trustRoots: [])
         }
-        #expect(throws: (any Error).self) {
+        #expect {
             try ClusterTLS(
                 certificateChainFile: "\(certificates)/missing.pem", privateKeyFile: "\(certificates)/node-key.pem",
                 trustRootsFile: "\(certificates)/ca.pem")
+        } throws: { error in
+            guard case ClusterTLSError.cannotLoad(_, let file, _) = error else { return false }
+            return file.hasSuffix("missing.pem") && "\(error)".contains("missing.pem")
         }
     }
 }
