@@ -304,7 +304,8 @@ public struct SWIMStateMachine: Sendable {
         }
     }
 
-    private mutating func merge(_ item: SWIMMessage.Gossip, from sender: ClusterNode, now: Duration) -> [SWIMDirective] {
+    private mutating func merge(_ item: SWIMMessage.Gossip, from sender: ClusterNode, now: Duration) -> [SWIMDirective]
+    {
         if item.member == myself { return refute(item.status) }
         // The message itself is fresher news of its sender than anything it says against itself.
         if item.member == sender {

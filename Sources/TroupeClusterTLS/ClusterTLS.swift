@@ -68,7 +68,9 @@ public struct ClusterTLS: NIOTransportSecurity {
             privateKey: try load("the private key", privateKeyFile) {
                 try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
             },
-            trustRoots: try load("the trust roots", trustRootsFile) { try NIOSSLCertificate.fromPEMFile(trustRootsFile) },
+            trustRoots: try load("the trust roots", trustRootsFile) {
+                try NIOSSLCertificate.fromPEMFile(trustRootsFile)
+            },
             verifiesHostnames: verifiesHostnames)
     }
 

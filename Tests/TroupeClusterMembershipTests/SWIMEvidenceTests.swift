@@ -12,7 +12,9 @@ struct SWIMEvidenceTests {
     static let stranger = ClusterNode(host: "10.9.9.9", port: 7337, uid: 99)
 
     /// `a`'s machine, knowing `others` by direct contact at time zero.
-    func machine(knowing others: [ClusterNode], settings: ClusterMembershipSettings = ClusterMembershipSettings()) -> SWIMStateMachine {
+    func machine(
+        knowing others: [ClusterNode], settings: ClusterMembershipSettings = ClusterMembershipSettings()
+    ) -> SWIMStateMachine {
         var machine = SWIMStateMachine(myself: Self.a, settings: settings, seed: 7)
         for other in others { _ = machine.heard(from: other, now: .zero) }
         return machine
@@ -57,7 +59,9 @@ struct SWIMEvidenceTests {
 
     @Test func aFloodOfMadeUpNamesAddsNoMemberAndBoundedMemory() {
         var machine = machine(knowing: [Self.b, Self.c])
-        let statuses: [ClusterMemberStatus] = [.alive(incarnation: 0), .suspect(incarnation: 5), .unreachable(incarnation: 9)]
+        let statuses: [ClusterMemberStatus] = [
+            .alive(incarnation: 0), .suspect(incarnation: 5), .unreachable(incarnation: 9),
+        ]
         let madeUp = (0..<2_000).map { index in
             SWIMMessage.Gossip(
                 member: ClusterNode(host: "10.0.\(index / 256).\(index % 256)", port: 7337, uid: UInt64(index)),

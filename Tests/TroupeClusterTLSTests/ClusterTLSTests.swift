@@ -15,7 +15,9 @@ import TroupeTestSupport
 private let certificates = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("Certificates").path
 
-private func tls(_ node: String = "node", trusting ca: String = "ca", verifiesHostnames: Bool = false) throws -> ClusterTLS {
+private func tls(
+    _ node: String = "node", trusting ca: String = "ca", verifiesHostnames: Bool = false
+) throws -> ClusterTLS {
     try ClusterTLS(
         certificateChainFile: "\(certificates)/\(node).pem", privateKeyFile: "\(certificates)/\(node)-key.pem",
         trustRootsFile: "\(certificates)/\(ca).pem", verifiesHostnames: verifiesHostnames)

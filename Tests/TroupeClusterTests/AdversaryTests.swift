@@ -61,7 +61,9 @@ final class RawPeer: @unchecked Sendable {  // used by one test task at a time
     func send(_ bytes: [UInt8]) async -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent > 0 {
                 offset += sent
             } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -132,7 +134,8 @@ struct ProcessUsage {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         func kilobytes(_ key: String) -> Int {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else { return 0 }
-            return (Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0) * 1024
+            return (Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0)
+                * 1024
         }
         residentBytes = kilobytes("VmRSS:")
         peakResidentBytes = kilobytes("VmHWM:")
@@ -198,12 +201,15 @@ struct AdversaryTests {
                 seed: nil, extraArguments: ["--handshake-ms", "1000", "--incomplete-frame-ms", "1000"])
             let node = try #require(await target.node())
             let peer = try await startNode(seeds: [node], clusterName: "troupe")
-            await waitUntil(timeout: .seconds(60), "the echo listed") { peer.cluster.receptionist.lookup(echoKey).count == 1 }
+            await waitUntil(timeout: .seconds(60), "the echo listed") {
+                peer.cluster.receptionist.lookup(echoKey).count == 1
+            }
             let echo = try #require(peer.cluster.receptionist.lookup(echoKey).first)
             #expect(try await echo.echo([1]) == [1])
             try await Task.sleep(for: .milliseconds(300))
             let baseline = ProcessUsage(pid: target.process.processIdentifier)
-            return Scene(target: target, node: node, peer: peer, caller: LegitimateCaller(echo: echo), baseline: baseline)
+            return Scene(
+                target: target, node: node, peer: peer, caller: LegitimateCaller(echo: echo), baseline: baseline)
         }
 
         /// The node is up, never removed, every legitimate call succeeded, and its descriptors
@@ -212,7 +218,9 @@ struct AdversaryTests {
             await caller.stop()
             #expect(target.process.isRunning, "\(attack): the node stays up")
             #expect(!target.lines.withLock { $0.contains("REMOVED") }, "\(attack): the node was not removed")
-            #expect(caller.failures.withLock { $0 }.isEmpty, "\(attack): legitimate calls failed: \(caller.failures.withLock { $0.prefix(3) })")
+            #expect(
+                caller.failures.withLock { $0 }.isEmpty,
+                "\(attack): legitimate calls failed: \(caller.failures.withLock { $0.prefix(3) })")
             #expect(caller.latencies.withLock { $0.count } > 0, "\(attack): the legitimate peer called throughout")
             let pid = target.process.processIdentifier
             await waitUntil(timeout: .seconds(20), "\(attack): descriptors back to the baseline") {
@@ -247,7 +255,9 @@ struct AdversaryTests {
         // before a byte of it is read; at the limit, it is read (and, being garbage, refused).
         for length in [4095, 4096, 4097, 8 << 20, Int(UInt32.max)] {
             let peer = try RawPeer(port: port)
-            await peer.send([UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)])
+            await peer.send([
+                UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF),
+            ])
             if length <= 4096 { await peer.send([UInt8](repeating: 7, count: length)) }
             #expect(await peer.closedByPeer(within: .seconds(5)), "length \(length)")
         }
@@ -321,7 +331,8 @@ struct AdversaryTests {
                 .refused(
                     .init(
                         reason: "you are down",
-                        downNotice: .init(from: Self.stranger(), responderNonce: Handshake.nonce(), proof: Handshake.nonce())
+                        downNotice: .init(
+                            from: Self.stranger(), responderNonce: Handshake.nonce(), proof: Handshake.nonce())
                     )))
             #expect(await victim.closedByPeer(within: .seconds(5)))
         }
@@ -378,7 +389,8 @@ struct AdversaryTests {
         let proof = WireEnvelope.proof(
             .init(
                 proof: handshake.initiatorProof(
-                    initiator: insider, responder: challenge.from, initiatorNonce: nonce, responderNonce: challenge.nonce)))
+                    initiator: insider, responder: challenge.from, initiatorNonce: nonce,
+                    responderNonce: challenge.nonce)))
         await peer.send(proof)
         // Forged gossip: the legitimate peer and the node itself are down; 1,000 made-up members.
         let legitimate = scene.peer.cluster.node
@@ -393,13 +405,16 @@ struct AdversaryTests {
         for batch in 0..<5 {
             let madeUp = (0..<200).map { index in
                 SWIMMessage.Gossip(
-                    member: ClusterNode(host: "127.0.0.1", port: 2 + batch * 200 + index, uid: 9), status: .alive(incarnation: 0))
+                    member: ClusterNode(host: "127.0.0.1", port: 2 + batch * 200 + index, uid: 9),
+                    status: .alive(incarnation: 0))
             }
             await peer.send(.membership(.ping(sequence: 2, gossip: madeUp)))
         }
         try await Task.sleep(for: .seconds(1))
         #expect(!scene.target.saw(legitimate, "down"), "one member's gossip removes nobody reachable")
-        #expect(!scene.target.lines.withLock { $0.contains { $0.hasPrefix("MEMBER 127.0.0.1:2") } }, "no made-up member admitted")
+        #expect(
+            !scene.target.lines.withLock { $0.contains { $0.hasPrefix("MEMBER 127.0.0.1:2") } },
+            "no made-up member admitted")
         // A frame started and never finished: closed after the incomplete-frame timeout (1 s).
         await peer.send([0, 0x10, 0, 0] + [UInt8](repeating: 1, count: 1000))
         #expect(await peer.closedByPeer(within: .seconds(10)), "an incomplete frame after the handshake")
@@ -428,7 +443,9 @@ final class TestListener: @unchecked Sendable {  // used by one test task at a t
         address.sin_family = sa_family_t(AF_INET)
         inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)

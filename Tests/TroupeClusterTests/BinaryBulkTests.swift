@@ -157,9 +157,12 @@ struct BinaryBulkTests {
         for _ in 0..<5_000 {
             var mutated = original
             for _ in 0..<Int.random(in: 1...4, using: &generator) {
-                mutated[Int.random(in: 0..<mutated.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                mutated[Int.random(in: 0..<mutated.count, using: &generator)] = UInt8.random(
+                    in: 0...255, using: &generator)
             }
-            if Bool.random(using: &generator) { mutated.removeLast(Int.random(in: 0..<mutated.count, using: &generator)) }
+            if Bool.random(using: &generator) {
+                mutated.removeLast(Int.random(in: 0..<mutated.count, using: &generator))
+            }
             _ = try? coder.decode(Samples.self, from: ByteBuffer(bytes: mutated), userInfo: [:])
         }
     }

@@ -41,7 +41,9 @@ struct ConnectionAdmissionTests {
         let inbound = try admission.admitInbound(host: "a", now: start).get()
         _ = try admission.admitOutbound(host: "x").get()
         _ = try admission.admitOutbound(host: "y").get()
-        #expect(throws: ConnectionAdmission.Refusal.tooManyConnections(3)) { try admission.admitOutbound(host: "z").get() }
+        #expect(throws: ConnectionAdmission.Refusal.tooManyConnections(3)) {
+            try admission.admitOutbound(host: "z").get()
+        }
         #expect(throws: ConnectionAdmission.Refusal.tooManyConnections(3)) {
             try admission.admitInbound(host: "b", now: start).get()
         }

@@ -100,7 +100,8 @@ struct HandshakeStateMachineTests {
             }
 
             var waiting = responder()
-            _ = waiting.receive(.hello(.init(clusterName: "test", from: mallory, nonce: nonceA)), isDown: Self.nobodyDown)
+            _ = waiting.receive(
+                .hello(.init(clusterName: "test", from: mallory, nonce: nonceA)), isDown: Self.nobodyDown)
             guard case .violation = waiting.receive(envelope, isDown: Self.nobodyDown) else {
                 Issue.record("responder accepted \(envelope.kindName) before the proof")
                 continue
@@ -161,7 +162,9 @@ struct HandshakeStateMachineTests {
             Issue.record("the responder did not refuse a down node")
             return
         }
-        #expect(a.receive(.refused(refusal), isDown: Self.nobodyDown) == .removedFromCluster(by: bob, reason: "\(PeerText(refusal.reason))"))
+        #expect(
+            a.receive(.refused(refusal), isDown: Self.nobodyDown)
+                == .removedFromCluster(by: bob, reason: "\(PeerText(refusal.reason))"))
 
         // The initiator holds the responder down: it refuses the challenge with a proved notice.
         var a2 = initiator()
@@ -241,7 +244,8 @@ struct HandshakeStateMachineTests {
             role: .responder, myself: bob, handshake: handshake,
             nonce: [UInt8](repeating: 4, count: WireEnvelope.nonceLength))
         _ = fresh.receive(.hello(.init(clusterName: "test", from: alice, nonce: nonceA)), isDown: Self.nobodyDown)
-        let oldProof = handshake.initiatorProof(initiator: alice, responder: bob, initiatorNonce: nonceA, responderNonce: nonceB)
+        let oldProof = handshake.initiatorProof(
+            initiator: alice, responder: bob, initiatorNonce: nonceA, responderNonce: nonceB)
         guard case .refuse = fresh.receive(.proof(.init(proof: oldProof)), isDown: Self.nobodyDown) else {
             Issue.record("a replayed proof was accepted")
             return
@@ -263,7 +267,9 @@ struct HandshakeStateMachineTests {
 
         // Itself.
         var me = responder()
-        guard case .refuse = me.receive(.hello(.init(clusterName: "test", from: bob, nonce: nonceA)), isDown: Self.nobodyDown)
+        guard
+            case .refuse = me.receive(
+                .hello(.init(clusterName: "test", from: bob, nonce: nonceA)), isDown: Self.nobodyDown)
         else {
             Issue.record("a node accepted itself")
             return

@@ -55,7 +55,11 @@ struct MembershipAuthorityTests {
             .membership(
                 .ping(
                     sequence: 0,
-                    gossip: [.init(member: ClusterNode(host: a.node.host, port: a.node.port, uid: 77), status: .alive(incarnation: 0))])),
+                    gossip: [
+                        .init(
+                            member: ClusterNode(host: a.node.host, port: a.node.port, uid: 77),
+                            status: .alive(incarnation: 0))
+                    ])),
             to: a.node)
         try await Task.sleep(for: .seconds(1))
         #expect(a.membership.count == before, "nobody is admitted on another member's word")

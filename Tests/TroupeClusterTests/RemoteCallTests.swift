@@ -35,7 +35,8 @@ struct RemoteCallTests {
         // the bound is raised.
         #expect(
             DistributedTargetTable.callsRuntimeEntryPoint,
-            "this toolchain is past the checked range: verify the resolved-target path (this test) and raise the bound in DistributedTargetTable")
+            "this toolchain is past the checked range: verify the resolved-target path (this test) and raise the bound in DistributedTargetTable"
+        )
         let nodes = try await startCluster(2)
         let greeter = Greeter(actorSystem: nodes[1].cluster)
         let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
@@ -194,7 +195,9 @@ struct RemoteCallTests {
             _ = try await remote.bytes(2 << 20)
         } throws: { error in
             guard case ClusterCallError.remote = error else {
-                if case ClusterCallError.serialization(_, let reason) = error { return reason.contains("maximumFrameSize") }
+                if case ClusterCallError.serialization(_, let reason) = error {
+                    return reason.contains("maximumFrameSize")
+                }
                 return false
             }
             return false

@@ -21,7 +21,8 @@ struct WireTests {
                 .init(
                     reason: "down",
                     downNotice: .init(
-                        from: member, responderNonce: Array(repeating: 5, count: 32), proof: Array(repeating: 6, count: 32)))),
+                        from: member, responderNonce: Array(repeating: 5, count: 32),
+                        proof: Array(repeating: 6, count: 32)))),
             .invocation(
                 .init(
                     callID: 7, recipientUID: 42, recipientNumber: 3, target: "$s4Main7GreeterC5greetyS2SF",

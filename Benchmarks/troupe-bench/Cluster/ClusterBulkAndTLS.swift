@@ -22,7 +22,9 @@ func clusterBulkRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
     // 8 MiB of payload needs a little more than the default 8 MiB frame.
     let nodes = try await TwoNodes(maximumFrameSize: 16 << 20)
     var rows: [ClusterRow] = []
-    for (size, label, count) in [(1 << 20, "1 MiB", options.quick ? 30 : 200), (8 << 20, "8 MiB", options.quick ? 5 : 30)] {
+    for (size, label, count) in [
+        (1 << 20, "1 MiB", options.quick ? 30 : 200), (8 << 20, "8 MiB", options.quick ? 5 : 30),
+    ] {
         let bytes = [UInt8]((0..<size).map { UInt8(truncatingIfNeeded: $0) })
         for _ in 0..<3 { _ = try await nodes.remote.count(bytes) }
         var histogram = makeLatencyHistogram()
@@ -89,7 +91,8 @@ func clusterTLSRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow]
     return [
         ClusterRow(
             section: .latency, name: "Raw NIO TLS round trip, 64 B (awaited from a task)",
-            note: "TLS 1.3, mutual authentication (NIOSSL); measured in blocks alternating with the TLS remote call\(placement)",
+            note:
+                "TLS 1.3, mutual authentication (NIOSSL); measured in blocks alternating with the TLS remote call\(placement)",
             histogram: rawHistogram),
         ClusterRow(
             section: .latency, name: "TroupeCluster remote call over TLS, 64 B",
@@ -101,7 +104,9 @@ func clusterTLSRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow]
 /// Server and client contexts for the raw TLS baseline: the same certificates and TLS version
 /// as ``ClusterTLS``.
 private func rawTLSContexts() throws -> (server: NIOSSLContext, client: NIOSSLContext) {
-    let chain = try NIOSSLCertificate.fromPEMFile("\(certificates)/node.pem").map { NIOSSLCertificateSource.certificate($0) }
+    let chain = try NIOSSLCertificate.fromPEMFile("\(certificates)/node.pem").map {
+        NIOSSLCertificateSource.certificate($0)
+    }
     let key = try NIOSSLPrivateKey(file: "\(certificates)/node-key.pem", format: .pem)
     let roots = try NIOSSLCertificate.fromPEMFile("\(certificates)/ca.pem")
     var server = TLSConfiguration.makeServerConfigurationWithMTLS(

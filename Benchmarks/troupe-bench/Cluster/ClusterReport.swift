@@ -89,14 +89,16 @@ func printClusterReport(_ rows: [ClusterRow]) -> Bool {
                 allMet = allMet && met
             case .p50AtMost(let limit)?:
                 cells.append("p50 ≤ \(limit)")
-                let limitNs = UInt64(limit.components.seconds) * 1_000_000_000
+                let limitNs =
+                    UInt64(limit.components.seconds) * 1_000_000_000
                     + UInt64(limit.components.attoseconds / 1_000_000_000)
                 let met = (row.latency?.p50 ?? .max) <= limitNs
                 verdict = met ? "met" : "MISSED"
                 allMet = allMet && met
             case .maxAtMost(let limit)?:
                 cells.append("max ≤ \(limit)")
-                let limitNs = UInt64(limit.components.seconds) * 1_000_000_000
+                let limitNs =
+                    UInt64(limit.components.seconds) * 1_000_000_000
                     + UInt64(limit.components.attoseconds / 1_000_000_000)
                 let met = (row.latency?.max ?? .max) <= limitNs
                 verdict = met ? "met" : "MISSED"

@@ -66,7 +66,9 @@ struct RawNIOEcho {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server)) }
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server))
+                    }
                     try channel.pipeline.syncOperations.addHandler(EchoHandler())
                 }
             }

@@ -49,7 +49,8 @@ struct Handshake: Sendable {
 
     /// The proof that goes with "you are down": `down` is the initiator or the responder.
     func downProof(
-        down: ClusterNode, initiator: ClusterNode, responder: ClusterNode, initiatorNonce: [UInt8], responderNonce: [UInt8]
+        down: ClusterNode, initiator: ClusterNode, responder: ClusterNode, initiatorNonce: [UInt8],
+        responderNonce: [UInt8]
     ) -> [UInt8] {
         proof(
             label: down == initiator ? "troupe-initiator-is-down" : "troupe-responder-is-down",

@@ -120,7 +120,8 @@ struct HandshakeStateMachine: Sendable {
         guard hello.from != myself else { return refuse("a node cannot connect to itself") }
         if isDown(hello.from) {
             // Proved with this side's nonce, which the initiator has not seen yet.
-            let notice = downNotice(down: hello.from, initiator: hello.from, responder: myself, initiatorNonce: hello.nonce)
+            let notice = downNotice(
+                down: hello.from, initiator: hello.from, responder: myself, initiatorNonce: hello.nonce)
             return refuse(
                 "\(PeerText(hello.from.description)) was marked down; restart it to rejoin as a new node",
                 notice: notice, log: "\(PeerText(hello.from.description)) was marked down")

@@ -36,16 +36,21 @@ enum BinaryBulk {
             case .int16: .int(Int64(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: Int16.self))))
             case .int32: .int(Int64(Int32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: Int32.self))))
             case .int64: .int(Int64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: Int64.self)))
-            case .uint16: .uint(UInt64(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self))))
-            case .uint32: .uint(UInt64(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))))
+            case .uint16:
+                .uint(UInt64(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self))))
+            case .uint32:
+                .uint(UInt64(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))))
             case .uint64: .uint(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
             case .float:
                 .double(
                     Double(
                         Float(
-                            bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))))
+                            bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+                        )))
             case .double:
-                .double(Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))))
+                .double(
+                    Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                )
             }
         }
     }
@@ -194,7 +199,8 @@ enum BinaryBulk {
                     UnsafeMutableRawBufferPointer(elements).copyMemory(from: raw)
                 #else
                     for index in 0..<count {
-                        elements[index] = E(littleEndian: raw.loadUnaligned(fromByteOffset: index * E.bitWidth / 8, as: E.self))
+                        elements[index] = E(
+                            littleEndian: raw.loadUnaligned(fromByteOffset: index * E.bitWidth / 8, as: E.self))
                     }
                 #endif
                 initialized = count

@@ -24,7 +24,9 @@ struct BinaryValueDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        if let elements = BinaryBulk.elements(of: value) { return UnkeyedBinaryDecoding(values: elements, decoder: self) }
+        if let elements = BinaryBulk.elements(of: value) {
+            return UnkeyedBinaryDecoding(values: elements, decoder: self)
+        }
         guard case .unkeyed(let values) = value else { throw mismatch([Any].self, found: value, at: codingPath) }
         return UnkeyedBinaryDecoding(values: values, decoder: self)
     }

@@ -118,7 +118,8 @@ public struct ClusterResultHandler: DistributedTargetInvocationResultHandler {
             let failure = WireEnvelope.RemoteFailure(
                 code: .serialization, typeName: String(reflecting: Success.self),
                 message:
-                    "the result encodes to a frame of \(frameSize) bytes, over ClusterSettings.maximumFrameSize (\(system.settings.maximumFrameSize)); raise it on every node")
+                    "the result encodes to a frame of \(frameSize) bytes, over ClusterSettings.maximumFrameSize (\(system.settings.maximumFrameSize)); raise it on every node"
+            )
             return send(.failure(failure))
         }
         send(.value(buffer))

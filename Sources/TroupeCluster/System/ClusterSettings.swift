@@ -128,9 +128,13 @@ public struct ClusterConnectionLimits: Sendable, Hashable {
 
     /// Why the limits cannot be used, or nil.
     var problem: String? {
-        if unauthenticatedFrameSize < 512 { return "limits.unauthenticatedFrameSize \(unauthenticatedFrameSize) is below 512 bytes" }
+        if unauthenticatedFrameSize < 512 {
+            return "limits.unauthenticatedFrameSize \(unauthenticatedFrameSize) is below 512 bytes"
+        }
         if maximumConnections < 1 { return "limits.maximumConnections must be at least 1" }
-        if maximumUnauthenticatedConnections < 1 { return "limits.maximumUnauthenticatedConnections must be at least 1" }
+        if maximumUnauthenticatedConnections < 1 {
+            return "limits.maximumUnauthenticatedConnections must be at least 1"
+        }
         if maximumUnauthenticatedConnectionsPerHost < 1 {
             return "limits.maximumUnauthenticatedConnectionsPerHost must be at least 1"
         }

@@ -112,7 +112,8 @@ extension ClusterSystem {
             throw ClusterCallError.serialization(
                 type: "the arguments of \(target.description)",
                 reason:
-                    "they encode to a frame of \(frameSize) bytes, over ClusterSettings.maximumFrameSize (\(settings.maximumFrameSize)); raise it on every node")
+                    "they encode to a frame of \(frameSize) bytes, over ClusterSettings.maximumFrameSize (\(settings.maximumFrameSize)); raise it on every node"
+            )
         }
         let deadline = actorSystem.uptime + timeout
         return try await withTaskCancellationHandler {

@@ -93,7 +93,8 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
         if let problem = settings.limits.problem { throw .invalidSetting(problem) }
         guard settings.limits.unauthenticatedFrameSize <= settings.maximumFrameSize else {
             throw .invalidSetting(
-                "limits.unauthenticatedFrameSize \(settings.limits.unauthenticatedFrameSize) exceeds maximumFrameSize \(settings.maximumFrameSize)")
+                "limits.unauthenticatedFrameSize \(settings.limits.unauthenticatedFrameSize) exceeds maximumFrameSize \(settings.maximumFrameSize)"
+            )
         }
         let transport = settings.transport ?? NIOTransport()
         let gate = AcceptGate()
@@ -130,7 +131,8 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
         logger.info("cluster node started", metadata: ["seeds": "\(settings.seeds.map { "\($0.host):\($0.port)" })"])
         if !transport.encryptsTraffic && !Self.isLoopback(settings.host) {
             logger.warning(
-                "the cluster listens on \(settings.host) without encryption: anyone on the path can read calls and inject frames into authenticated connections; set ClusterSettings.transport to NIOTransport(security: ClusterTLS(...)) (product TroupeClusterTLS), or keep the cluster on a private network")
+                "the cluster listens on \(settings.host) without encryption: anyone on the path can read calls and inject frames into authenticated connections; set ClusterSettings.transport to NIOTransport(security: ClusterTLS(...)) (product TroupeClusterTLS), or keep the cluster on a private network"
+            )
         }
     }
 

@@ -378,7 +378,8 @@ final class NIOFrameHandler: ChannelInboundHandler, @unchecked Sendable {
         // frame): it grows, doubling, as the rest arrives, so a length prefix alone reserves
         // little. Small frames' leftovers are a few bytes; the buffer they came from stays with
         // the frames delivered from it.
-        let announced = input.getInteger(at: input.readerIndex, endianness: .big, as: UInt32.self)
+        let announced =
+            input.getInteger(at: input.readerIndex, endianness: .big, as: UInt32.self)
             .map { Int($0) + 4 } ?? input.readableBytes
         var kept = context.channel.allocator.buffer(
             capacity: max(input.readableBytes, min(announced, max(input.readableBytes * 2, 64 << 10))))
@@ -396,12 +397,14 @@ final class NIOFrameHandler: ChannelInboundHandler, @unchecked Sendable {
             guard !failed, let pending, pendingGeneration == generation else { return }
             failed = true
             self.pending = nil
-            let announced = pending.getInteger(at: pending.readerIndex, endianness: .big, as: UInt32.self)
+            let announced =
+                pending.getInteger(at: pending.readerIndex, endianness: .big, as: UInt32.self)
                 .map { Int($0) + 4 } ?? 0
             let duration = Duration.nanoseconds(timeout.nanoseconds)
             errorCaught(
                 context: context,
-                error: WireError.incompleteFrame(received: pending.readableBytes, announced: announced, timeout: duration))
+                error: WireError.incompleteFrame(
+                    received: pending.readableBytes, announced: announced, timeout: duration))
         }
     }
 
