@@ -5,8 +5,9 @@
 #
 # Usage: scripts/fuzz.sh [--debug] [SECONDS]   fuzz for SECONDS (default 60)
 #        scripts/fuzz.sh --replay              replay the corpus through a normal build (no fuzzer)
-#        scripts/fuzz.sh --merge DIR...        add the inputs of DIR... that reach new code to the
-#                                              corpus (libFuzzer's -merge=1)
+#        scripts/fuzz.sh --merge DIR...        add to the corpus the fewest inputs of DIR... that
+#                                              reach the code it does not (libFuzzer's merge, by
+#                                              edges only: hit counts would keep 3x the files)
 #
 # The fuzz binary is built in its own scratch path, .build-fuzz, with
 # `-sanitize=fuzzer,address -DTROUPE_LIBFUZZER`: optimized (release with -enable-testing, for
@@ -48,10 +49,10 @@ case "${1:-}" in
     ;;
 --merge)
     shift
-    [ $# -gt 0 ] || { sed -n '6,9p' "$0"; exit 2; }
+    [ $# -gt 0 ] || { sed -n '6,10p' "$0"; exit 2; }
     build_fuzzer release
-    "$fuzzer" -merge=1 -rss_limit_mb=2048 -max_len=65536 "$corpus" "$@"
-    echo "corpus: $(find "$corpus" -type f | wc -l) files, $(du -sh "$corpus" | cut -f1)"
+    "$fuzzer" -set_cover_merge=1 -use_counters=0 -rss_limit_mb=2048 -max_len=65536 "$corpus" "$@"
+    echo "corpus: $(find "$corpus" -type f | wc -l) files, $(find "$corpus" -type f -exec cat {} + | wc -c) bytes"
     exit 0
     ;;
 --debug)
@@ -63,7 +64,7 @@ case "${1:-}" in
     ;;
 esac
 seconds=${1:-60}
-[[ "$seconds" =~ ^[0-9]+$ ]] || { sed -n '6,9p' "$0"; exit 2; }
+[[ "$seconds" =~ ^[0-9]+$ ]] || { sed -n '6,10p' "$0"; exit 2; }
 
 build_fuzzer "$config"
 work=$(mktemp -d /tmp/troupe-fuzz-XXXXXX)

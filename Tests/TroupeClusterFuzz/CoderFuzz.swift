@@ -93,7 +93,8 @@ enum CoderFuzz {
         }
         fuzzCheck(
             (decoded == nil) == (general == nil),
-            "decode(\(Value.self)) \(decoded == nil ? "failed" : "succeeded"), the Decoder path \(general == nil ? "failed" : "succeeded")")
+            "decode(\(Value.self)) \(decoded == nil ? "failed" : "succeeded"), "
+                + "the Decoder path \(general == nil ? "failed" : "succeeded")")
         guard let decoded, let general else { return }
         Reached.values += 1
 

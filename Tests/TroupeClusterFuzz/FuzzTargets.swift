@@ -72,11 +72,11 @@ func fuzzCheck(
 
 /// Input: one byte of frame limits (bits 0-2: the limit of the first frame, as before the
 /// handshake; bits 3-5: the limit of the later ones), one byte of read size (0: the whole
-/// stream in one read; n: n bytes per read, or more to make at most 64 reads), then the stream. The stream is split into frames
-/// by the loop of `NIOFrameHandler.channelRead` (a fresh `FrameDecoder` per frame, an
-/// incomplete frame kept and continued by the next read), and the frames and the error are
-/// compared with a reference reading of the same bytes. Every frame is also decoded as an
-/// envelope (``EnvelopeFuzz``).
+/// stream in one read; n: n bytes per read, or more to make at most 64 reads), then the
+/// stream. The stream is split into frames by the loop of `NIOFrameHandler.channelRead` (a
+/// fresh `FrameDecoder` per frame, an incomplete frame kept and continued by the next read),
+/// and the frames and the error are compared with a reference reading of the same bytes.
+/// Every frame is also decoded as an envelope (``EnvelopeFuzz``).
 enum FrameFuzz {
     static let limits = [2, 3, 16, 255, 4096, 65536, 1 << 20, Int(UInt32.max)]
 
@@ -165,14 +165,17 @@ enum FrameFuzz {
         case (.malformed?, .malformed?):
             break
         default:
-            fuzzFailure("FrameDecoder's error \(String(describing: failure)), the reference's \(String(describing: expectedError))")
+            fuzzFailure(
+                "FrameDecoder's error \(String(describing: failure)), "
+                    + "the reference's \(String(describing: expectedError))")
         }
     }
 
     /// Whether the buffer's readable bytes are `bytes`.
     static func same(_ buffer: ByteBuffer, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         buffer.withUnsafeReadableBytes { readable in
-            readable.count == bytes.count && (bytes.isEmpty || memcmp(readable.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+            readable.count == bytes.count
+                && (bytes.isEmpty || memcmp(readable.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
         }
     }
 }
@@ -204,7 +207,10 @@ enum EnvelopeFuzz {
         Reached.envelopes += 1
         var written = ByteBuffer()
         envelope.write(into: &written)
-        fuzzCheck(written == payload, "\(envelope.kindName) writes back \(written.readableBytes) bytes differently from the \(payload.readableBytes) it was decoded from")
+        fuzzCheck(
+            written == payload,
+            "\(envelope.kindName) writes back \(written.readableBytes) bytes differently from the "
+                + "\(payload.readableBytes) it was decoded from")
 
         let frame = envelope.frame()
         fuzzCheck(

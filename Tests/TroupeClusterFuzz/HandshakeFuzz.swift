@@ -77,7 +77,6 @@ enum HandshakeFuzz {
     }
 
     // Every action, against the state it was taken in.
-    // swift-format-ignore
     static func check(
         _ action: Machine.Action, after envelope: WireEnvelope, in before: Machine.State, now: Machine.State,
         myself: ClusterNode, myNonce: [UInt8], role: Machine.Role, handshake: Handshake, secretKnown: Bool,
@@ -97,20 +96,29 @@ enum HandshakeFuzz {
             guard role == .responder, before == .awaitingHello, case .hello(let hello) = envelope,
                 case .challenge(let challenge) = reply
             else { fuzzFailure("unexpected send: \(what())") }
-            fuzzCheck(hello.clusterName == clusterName && hello.from != myself && !isDown(hello.from), "challenged a hello it should refuse: \(what())")
+            fuzzCheck(
+                hello.clusterName == clusterName && hello.from != myself && !isDown(hello.from),
+                "challenged a hello it should refuse: \(what())")
             let proof = handshake.responderProof(
                 initiator: hello.from, responder: myself, initiatorNonce: hello.nonce, responderNonce: myNonce)
-            fuzzCheck(challenge.from == myself && challenge.nonce == myNonce && challenge.proof == proof, "a wrong challenge: \(what())")
-            fuzzCheck(now == .awaitingProof(peer: hello.from, initiatorNonce: hello.nonce), "state after the challenge: \(now)")
+            fuzzCheck(
+                challenge.from == myself && challenge.nonce == myNonce && challenge.proof == proof,
+                "a wrong challenge: \(what())")
+            fuzzCheck(
+                now == .awaitingProof(peer: hello.from, initiatorNonce: hello.nonce),
+                "state after the challenge: \(now)")
 
         case .establish(let peer, let then):
             fuzzCheck(secretKnown, "established a connection without knowing the secret: \(what())")
             switch (role, before, envelope) {
             case (.initiator, .awaitingChallenge, .challenge(let challenge)):
                 let expected = handshake.responderProof(
-                    initiator: myself, responder: challenge.from, initiatorNonce: myNonce, responderNonce: challenge.nonce)
+                    initiator: myself, responder: challenge.from, initiatorNonce: myNonce,
+                    responderNonce: challenge.nonce)
                 fuzzCheck(challenge.proof == expected, "established on a wrong responder proof: \(what())")
-                fuzzCheck(peer == challenge.from && peer != myself && !isDown(peer), "established with the wrong peer: \(what())")
+                fuzzCheck(
+                    peer == challenge.from && peer != myself && !isDown(peer),
+                    "established with the wrong peer: \(what())")
                 let proof = handshake.initiatorProof(
                     initiator: myself, responder: peer, initiatorNonce: myNonce, responderNonce: challenge.nonce)
                 fuzzCheck(then == .proof(.init(proof: proof)), "the initiator's proof is wrong: \(what())")
@@ -147,14 +155,18 @@ enum HandshakeFuzz {
                     let proof = handshake.downProof(
                         down: hello.from, initiator: hello.from, responder: myself, initiatorNonce: hello.nonce,
                         responderNonce: myNonce)
-                    fuzzCheck(notice == .init(from: myself, responderNonce: myNonce, proof: proof), "a wrong down notice: \(what())")
+                    fuzzCheck(
+                        notice == .init(from: myself, responderNonce: myNonce, proof: proof),
+                        "a wrong down notice: \(what())")
                 case (.initiator, .challenge(let challenge)):
                     fuzzCheck(secretKnown, "the initiator checked a challenge without the secret: \(what())")
                     fuzzCheck(isDown(challenge.from), "a down notice for a member not down: \(what())")
                     let proof = handshake.downProof(
                         down: challenge.from, initiator: myself, responder: challenge.from, initiatorNonce: myNonce,
                         responderNonce: challenge.nonce)
-                    fuzzCheck(notice == .init(from: myself, responderNonce: challenge.nonce, proof: proof), "a wrong down notice: \(what())")
+                    fuzzCheck(
+                        notice == .init(from: myself, responderNonce: challenge.nonce, proof: proof),
+                        "a wrong down notice: \(what())")
                 default:
                     fuzzFailure("a down notice out of turn: \(what())")
                 }
@@ -186,9 +198,12 @@ enum HandshakeFuzz {
                     down: myself, initiator: myself, responder: notice.from, initiatorNonce: myNonce,
                     responderNonce: notice.responderNonce)
             case (.responder, .awaitingProof(let peer, let theirNonce)):
-                fuzzCheck(notice.from == peer && notice.responderNonce == myNonce, "a notice for another connection: \(what())")
+                fuzzCheck(
+                    notice.from == peer && notice.responderNonce == myNonce,
+                    "a notice for another connection: \(what())")
                 expected = handshake.downProof(
-                    down: myself, initiator: peer, responder: myself, initiatorNonce: theirNonce, responderNonce: myNonce)
+                    down: myself, initiator: peer, responder: myself, initiatorNonce: theirNonce,
+                    responderNonce: myNonce)
             default:
                 fuzzFailure("removed from the cluster out of turn: \(what())")
             }

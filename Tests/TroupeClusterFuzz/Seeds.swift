@@ -19,14 +19,16 @@ enum Seeds {
     static var envelopes: [WireEnvelope] {
         [
             .hello(.init(clusterName: "c", from: member, nonce: Array(repeating: 1, count: 32))),
-            .challenge(.init(from: member, nonce: Array(repeating: 2, count: 32), proof: Array(repeating: 3, count: 32))),
+            .challenge(
+                .init(from: member, nonce: Array(repeating: 2, count: 32), proof: Array(repeating: 3, count: 32))),
             .proof(.init(proof: Array(repeating: 4, count: 32))),
             .refused(.init(reason: "no")),
             .refused(
                 .init(
                     reason: "down",
                     downNotice: .init(
-                        from: member, responderNonce: Array(repeating: 5, count: 32), proof: Array(repeating: 6, count: 32)))),
+                        from: member, responderNonce: Array(repeating: 5, count: 32),
+                        proof: Array(repeating: 6, count: 32)))),
             .invocation(
                 .init(
                     callID: 7, recipientUID: 42, recipientNumber: 3, target: "$s4Main7GreeterC5greetyS2SF",
@@ -34,8 +36,12 @@ enum Seeds {
             .invocation(
                 .init(
                     callID: .max, recipientUID: 1 << 63, recipientNumber: 0, target: "$s4Main7GreeterC5greetyS2SF",
-                    genericSubstitutions: [], arguments: [ByteBuffer(string: "Ada"), ByteBuffer(), ByteBuffer(repeating: 7, count: 300)])),
-            .invocation(.init(callID: 0, recipientUID: 2, recipientNumber: 9, target: "", genericSubstitutions: [], arguments: [])),
+                    genericSubstitutions: [],
+                    arguments: [ByteBuffer(string: "Ada"), ByteBuffer(), ByteBuffer(repeating: 7, count: 300)])),
+            .invocation(
+                .init(
+                    callID: 0, recipientUID: 2, recipientNumber: 9, target: "", genericSubstitutions: [], arguments: [])
+            ),
             .reply(.init(callID: 7, outcome: .value(ByteBuffer(string: "\"Hello\"")))),
             .reply(.init(callID: 6, outcome: .value(ByteBuffer()))),
             .reply(.init(callID: 8, outcome: .void)),
@@ -43,12 +49,18 @@ enum Seeds {
             .membership(
                 .pingRequest(
                     sequence: 5, target: member,
-                    gossip: [.init(member: member, status: .suspect(incarnation: 2)), .init(member: member, status: .down)])),
-            .membership(.ack(sequence: 1, target: member, gossip: [.init(member: member, status: .unreachable(incarnation: 9))])),
+                    gossip: [
+                        .init(member: member, status: .suspect(incarnation: 2)), .init(member: member, status: .down),
+                    ])),
+            .membership(
+                .ack(sequence: 1, target: member, gossip: [.init(member: member, status: .unreachable(incarnation: 9))])
+            ),
             .membership(.ping(sequence: 2, gossip: [.init(member: member, status: .alive(incarnation: 0))])),
             .receptionist(.init(operation: .snapshot, entries: [.init(key: "k|T", actorNumber: 1)])),
             .receptionist(.init(operation: .checkIn, entries: [])),
-            .receptionist(.init(operation: .checkOut, entries: [.init(key: "a", actorNumber: 2), .init(key: "b", actorNumber: 3)])),
+            .receptionist(
+                .init(
+                    operation: .checkOut, entries: [.init(key: "a", actorNumber: 2), .init(key: "b", actorNumber: 3)])),
             .watch(actorNumber: 1), .unwatch(actorNumber: 2), .terminated(actorNumber: 3), .leaving,
         ]
     }
@@ -102,7 +114,9 @@ enum Seeds {
         for (index, kind) in CoderFuzz.cases.enumerated() {
             for (sample, bytes) in kind.seeds().enumerated() {
                 let name = kind.name.filter { $0.isLetter || $0.isNumber }
-                add(.coder, "\(index < 10 ? "0" : "")\(index)-\(name)-\(sample)", [UInt8(index)] + Array(bytes.readableBytesView))
+                add(
+                    .coder, "\(index < 10 ? "0" : "")\(index)-\(name)-\(sample)",
+                    [UInt8(index)] + Array(bytes.readableBytesView))
             }
         }
 
@@ -142,24 +156,47 @@ enum Seeds {
                     proof: known.downProof(
                         down: h.responderID, initiator: h.initiatorID, responder: h.responderID,
                         initiatorNonce: h.initiatorNonce, responderNonce: h.responderNonce))))
-        let lateHello = WireEnvelope.hello(.init(clusterName: h.clusterName, from: h.initiatorID, nonce: h.initiatorNonce))
+        let lateHello = WireEnvelope.hello(
+            .init(clusterName: h.clusterName, from: h.initiatorID, nonce: h.initiatorNonce))
 
-        add(.handshakeKnownSecret, "initiator-transcript", [initiatorSide] + frames([challenge] + associationEnvelopes + [lateHello]))
-        add(.handshakeKnownSecret, "responder-transcript", [responderSide] + frames([hello, proof] + associationEnvelopes + [.refused(.init(reason: "late"))]))
-        add(.handshakeKnownSecret, "initiator-refuses-down-responder", [initiatorSide | everybodyDown] + frames([challenge]))
-        add(.handshakeKnownSecret, "responder-refuses-down-initiator", [responderSide | everybodyDown] + frames([hello]))
+        add(
+            .handshakeKnownSecret, "initiator-transcript",
+            [initiatorSide] + frames([challenge] + associationEnvelopes + [lateHello]))
+        add(
+            .handshakeKnownSecret, "responder-transcript",
+            [responderSide] + frames([hello, proof] + associationEnvelopes + [.refused(.init(reason: "late"))]))
+        add(
+            .handshakeKnownSecret, "initiator-refuses-down-responder",
+            [initiatorSide | everybodyDown] + frames([challenge]))
+        add(
+            .handshakeKnownSecret, "responder-refuses-down-initiator", [responderSide | everybodyDown] + frames([hello])
+        )
         add(.handshakeKnownSecret, "initiator-told-it-is-down", [initiatorSide] + frames([initiatorIsDown]))
         add(.handshakeKnownSecret, "responder-told-it-is-down", [responderSide] + frames([hello, responderIsDown]))
-        add(.handshakeKnownSecret, "initiator-plain-refusal", [initiatorSide] + frames([.refused(.init(reason: "no\nthanks"))]))
+        add(
+            .handshakeKnownSecret, "initiator-plain-refusal",
+            [initiatorSide] + frames([.refused(.init(reason: "no\nthanks"))]))
 
         // The same transcripts against a secret that no input knows: all refused.
-        add(.handshakeUnknownSecret, "initiator-transcript", [initiatorSide] + frames([challenge] + associationEnvelopes))
-        add(.handshakeUnknownSecret, "responder-transcript", [responderSide] + frames([hello, proof] + associationEnvelopes))
-        add(.handshakeUnknownSecret, "responder-refuses-down-initiator", [responderSide | everybodyDown] + frames([hello]))
+        add(
+            .handshakeUnknownSecret, "initiator-transcript",
+            [initiatorSide] + frames([challenge] + associationEnvelopes))
+        add(
+            .handshakeUnknownSecret, "responder-transcript",
+            [responderSide] + frames([hello, proof] + associationEnvelopes))
+        add(
+            .handshakeUnknownSecret, "responder-refuses-down-initiator",
+            [responderSide | everybodyDown] + frames([hello]))
         add(.handshakeUnknownSecret, "initiator-told-it-is-down", [initiatorSide] + frames([initiatorIsDown]))
         add(.handshakeUnknownSecret, "responder-told-it-is-down", [responderSide] + frames([hello, responderIsDown]))
-        add(.handshakeUnknownSecret, "responder-other-cluster", [responderSide] + frames([.hello(.init(clusterName: "other\u{1B}[31m", from: h.initiatorID, nonce: h.initiatorNonce))]))
-        add(.handshakeUnknownSecret, "responder-hello-from-itself", [responderSide] + frames([.hello(.init(clusterName: h.clusterName, from: h.responderID, nonce: h.initiatorNonce))]))
+        add(
+            .handshakeUnknownSecret, "responder-other-cluster",
+            [responderSide]
+                + frames([.hello(.init(clusterName: "other\u{1B}[31m", from: h.initiatorID, nonce: h.initiatorNonce))]))
+        add(
+            .handshakeUnknownSecret, "responder-hello-from-itself",
+            [responderSide]
+                + frames([.hello(.init(clusterName: h.clusterName, from: h.responderID, nonce: h.initiatorNonce))]))
         add(.handshakeUnknownSecret, "initiator-association-first", [initiatorSide] + frames([.leaving]))
         return seeds
     }

@@ -168,8 +168,8 @@ struct HandshakeStateMachine: Sendable {
                     down: challenge.from, initiator: myself, responder: challenge.from, initiatorNonce: myNonce,
                     responderNonce: challenge.nonce))
             return refuse(
-                "\(challenge.from) was marked down; restart it to rejoin as a new node", notice: notice,
-                log: "\(challenge.from) was marked down")
+                "\(PeerText(challenge.from.description)) was marked down; restart it to rejoin as a new node",
+                notice: notice, log: "\(PeerText(challenge.from.description)) was marked down")
         }
         let proof = handshake.initiatorProof(
             initiator: myself, responder: challenge.from, initiatorNonce: myNonce, responderNonce: challenge.nonce)
