@@ -162,6 +162,8 @@ final class LegitimateCaller: Sendable {
                         if bytes != [1, 2, 3] { failures.withLock { $0.append("wrong answer \(bytes)") } }
                         latencies.withLock { $0.append(ContinuousClock.now - started) }
                     } catch {
+                        // `stop()` cancels the loop: a call it interrupts is not a failure.
+                        if Task.isCancelled { return }
                         failures.withLock { $0.append("\(error)") }
                     }
                     try? await Task.sleep(for: .milliseconds(5))
