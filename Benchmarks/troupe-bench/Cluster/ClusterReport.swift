@@ -42,6 +42,11 @@ struct ClusterRow {
     }
 }
 
+/// `duration` in whole nanoseconds (targets are positive).
+func nanoseconds(_ duration: Duration) -> UInt64 {
+    UInt64(duration.components.seconds) * 1_000_000_000 + UInt64(duration.components.attoseconds / 1_000_000_000)
+}
+
 func formatNanoseconds(_ ns: UInt64) -> String {
     if ns >= 1_000_000_000 { return String(format: "%.2f s", Double(ns) / 1e9) }
     if ns >= 1_000_000 { return String(format: "%.2f ms", Double(ns) / 1e6) }
@@ -89,17 +94,13 @@ func printClusterReport(_ rows: [ClusterRow]) -> Bool {
                 allMet = allMet && met
             case .p50AtMost(let limit)?:
                 cells.append("p50 ≤ \(limit)")
-                let limitNs =
-                    UInt64(limit.components.seconds) * 1_000_000_000
-                    + UInt64(limit.components.attoseconds / 1_000_000_000)
+                let limitNs = nanoseconds(limit)
                 let met = (row.latency?.p50 ?? .max) <= limitNs
                 verdict = met ? "met" : "MISSED"
                 allMet = allMet && met
             case .maxAtMost(let limit)?:
                 cells.append("max ≤ \(limit)")
-                let limitNs =
-                    UInt64(limit.components.seconds) * 1_000_000_000
-                    + UInt64(limit.components.attoseconds / 1_000_000_000)
+                let limitNs = nanoseconds(limit)
                 let met = (row.latency?.max ?? .max) <= limitNs
                 verdict = met ? "met" : "MISSED"
                 allMet = allMet && met

@@ -102,9 +102,7 @@ struct ConnectionAdmission {
         let rate = limits.handshakesPerSecondPerHost
         let capacity = max(1, rate * 2)
         var bucket = buckets[host] ?? Bucket(tokens: capacity, updated: now)
-        let elapsed = now - bucket.updated
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        bucket.tokens = min(capacity, bucket.tokens + seconds * rate)
+        bucket.tokens = min(capacity, bucket.tokens + Self.seconds(now - bucket.updated) * rate)
         bucket.updated = now
         guard bucket.tokens >= 1 else {
             buckets[host] = bucket
@@ -119,14 +117,14 @@ struct ConnectionAdmission {
         return true
     }
 
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     /// Drops the buckets that have refilled (their hosts start afresh as if new).
     private mutating func forgetFullBuckets(now: ContinuousClock.Instant) {
         let rate = limits.handshakesPerSecondPerHost
         let capacity = max(1, rate * 2)
-        buckets = buckets.filter { _, bucket in
-            let elapsed = now - bucket.updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            return bucket.tokens + seconds * rate < capacity
-        }
+        buckets = buckets.filter { _, bucket in bucket.tokens + Self.seconds(now - bucket.updated) * rate < capacity }
     }
 }

@@ -31,9 +31,7 @@ public final class NIOTransport: ClusterTransport {
         precondition(threads > 0, "NIOTransport(threads:) needs at least one thread, got \(threads)")
         self.security = security
         group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        self.connectTimeout = .nanoseconds(
-            Int64(connectTimeout.components.seconds) * 1_000_000_000
-                + connectTimeout.components.attoseconds / 1_000_000_000)
+        self.connectTimeout = TimeAmount(connectTimeout)
     }
 
     public func listen(
@@ -159,9 +157,7 @@ final class NIOClusterConnection: ClusterConnection, @unchecked Sendable {
     @exclusivity(unchecked) var incompleteFrameTimeout: TimeAmount?
 
     func peerAuthenticated(maximumFrameSize: Int, incompleteFrameTimeout: Duration) {
-        let timeout = TimeAmount.nanoseconds(
-            Int64(incompleteFrameTimeout.components.seconds) * 1_000_000_000
-                + incompleteFrameTimeout.components.attoseconds / 1_000_000_000)
+        let timeout = TimeAmount(incompleteFrameTimeout)
         if channel.eventLoop.inEventLoop {
             frameLimit = maximumFrameSize
             self.incompleteFrameTimeout = timeout
@@ -400,7 +396,7 @@ final class NIOFrameHandler: ChannelInboundHandler, @unchecked Sendable {
             let announced =
                 pending.getInteger(at: pending.readerIndex, endianness: .big, as: UInt32.self)
                 .map { Int($0) + 4 } ?? 0
-            let duration = Duration.nanoseconds(timeout.nanoseconds)
+            let duration = Duration(timeout)
             errorCaught(
                 context: context,
                 error: WireError.incompleteFrame(
