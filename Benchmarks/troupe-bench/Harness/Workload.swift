@@ -164,7 +164,9 @@ enum BenchSystem {
             nativeOnTroupeOneExecutor, nativeOnTroupeTwoExecutors, nativeOnTroupeExecutors,
             troupe, troupeIntrospectionOff, troupeEveryMessageTimed, troupeTracingNoContext, troupeTracingCarried,
             "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)",
-            "Troupe (ask from a task on its executor)", "Troupe (askBlocking)",
+            "Troupe (ask from a task on its executor)", "Troupe (askBlocking)", "Troupe (actor ask, target busy)",
+            "Troupe (actor ask, hand-off off)", "Troupe (ask from a task on its executor, target busy)",
+            "Troupe (ask from a task on its executor, hand-off off)",
         ]
         + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems + restartSystems + timerSystems
 }

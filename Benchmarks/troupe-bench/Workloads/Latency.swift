@@ -15,6 +15,13 @@
 // - Troupe (ask from a task on its executor): the same loop in a task that prefers the system's
 //   task executor, so the reply resumes it on the replying worker.
 // - Troupe (askBlocking): a plain thread blocks in `pong.askBlocking { .ask($0) }` (1/4).
+// The actor ask and the ask from a task on the executor meet an idle Pong, so the asking thread
+// runs Pong's turn in place (direct hand-off). Beside them, the same two asks:
+// - "target busy": a `.busy` message is told to Pong just before each ask, so Pong is already
+//   scheduled and the ask is queued behind it (the fall-back; the figure includes the tell and
+//   Pong's handling of `.busy`);
+// - "hand-off off": a system of its own with `directHandOff: false` (every ask queued and, from a
+//   task, the task suspended and resumed by the worker that replies: the path before hand-off).
 
 import CBenchSupport
 import Dispatch
@@ -31,14 +38,20 @@ private struct Pong: ActorDefinition {
     enum Message: Sendable {
         case ping(replyTo: ActorRef<Ping.Message>)
         case ask(Reply<Int>)
+        /// Keeps Pong scheduled when an ask arrives ("target busy" rows); not counted.
+        case busy
     }
     var count = 0
 
     mutating func receive(_ message: Message, context: ActorContext<Message>) {
-        count += 1
         switch message {
-        case .ping(let replyTo): replyTo.tell(.pong(count))
-        case .ask(let reply): reply.succeed(count)
+        case .ping(let replyTo):
+            count += 1
+            replyTo.tell(.pong(count))
+        case .ask(let reply):
+            count += 1
+            reply.succeed(count)
+        case .busy: break
         }
     }
 }
@@ -72,6 +85,8 @@ private struct Ping: ActorDefinition {
 private struct Asker: ActorDefinition {
     enum Message: Sendable { case start, answer(Result<Int, AskError>) }
     let pong: ActorRef<Pong.Message>
+    /// Tells Pong `.busy` before each ask ("target busy" rows).
+    var busy = false
     var remaining: Int
     let done: Completion<LatencyResult>
     var histogram = makeLatencyHistogram()
@@ -100,6 +115,7 @@ private struct Asker: ActorDefinition {
 
     private mutating func ask(_ context: ActorContext<Message>) {
         sentAt = CBenchSupport_now_ns()
+        if busy { pong.tell(.busy) }
         context.ask(pong, { .ask($0) }, then: { .answer($0) })
     }
 }
@@ -202,34 +218,78 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
         rows.append(m)
     }
 
-    let actorAsk = "Troupe (actor ask)"
-    if let m = benchmark(
-        config, workload, system: actorAsk, family: .troupe,
-        { n in
-            let system = troupe.system
-            let done = Completion<LatencyResult>()
-            let pong = system.spawn(Pong())
-            let asker = system.spawn(Asker(pong: pong, remaining: n, done: done))
-            defer { asker.stop(); pong.stop() }
-            return latencyRow(workload, actorAsk, n, "context.ask(pong) { .answer($0) }; \(troupe.workersNote)") {
-                asker.tell(.start)
-                return done.wait("AskLatency / \(actorAsk)")
-            }
-        })
-    {
-        rows.append(m)
+    /// An actor asks Pong `n` times, one ask at a time, on `system`.
+    func actorAskRow(_ system: ActorSystem, _ name: String, busy: Bool, note: String, _ n: Int) -> Measurement {
+        let done = Completion<LatencyResult>()
+        let pong = system.spawn(Pong())
+        let asker = system.spawn(Asker(pong: pong, busy: busy, remaining: n, done: done))
+        defer { asker.stop(); pong.stop() }
+        return latencyRow(workload, name, n, note) {
+            asker.tell(.start)
+            return done.wait("AskLatency / \(name)")
+        }
     }
 
-    /// `n` asks of `pong`, one after another, from the calling task.
-    @Sendable func askLoop(_ pong: ActorRef<Pong.Message>, _ n: Int) async -> LatencyResult {
+    /// `n` asks of `pong`, one after another, from the calling task; with `busy`, a `.busy`
+    /// message told to Pong before each.
+    @Sendable func askLoop(_ pong: ActorRef<Pong.Message>, _ n: Int, busy: Bool = false) async -> LatencyResult {
         var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
         for _ in 0..<n {
             let start = CBenchSupport_now_ns()
+            if busy { pong.tell(.busy) }
             do { result.last = try await pong.ask { .ask($0) } } catch { result.failures += 1 }
             result.histogram.record(CBenchSupport_now_ns() &- start)
         }
         return result
     }
+
+    /// A task on `system`'s task executor asks Pong `n` times.
+    func executorAskRow(_ system: ActorSystem, _ name: String, busy: Bool, note: String, _ n: Int) -> Measurement {
+        let pong = system.spawn(Pong())
+        defer { pong.stop() }
+        return latencyRow(workload, name, n, note) {
+            runBlocking(on: system.taskExecutor) { await askLoop(pong, n, busy: busy) }
+        }
+    }
+
+    /// A system of its own without direct hand-off, for the "hand-off off" rows.
+    func withoutHandOff(_ body: (ActorSystem) -> Measurement) -> Measurement {
+        var configuration = TroupeHost.configuration(introspection: .init())
+        configuration.directHandOff = false
+        let own = ActorSystem(configuration: configuration)
+        defer { own.shutdownBlocking() }
+        return body(own)
+    }
+
+    /// The rows of one asking form (`run` makes one): an idle Pong, so that its turn runs in
+    /// place; a busy one; and a system without direct hand-off.
+    func handOffRows(
+        _ form: String, idle: String, busy: String, off: String,
+        _ run: (ActorSystem, String, _ busy: Bool, _ note: String, Int) -> Measurement
+    ) {
+        let variants = [
+            (name: "Troupe (\(form))", busy: false, handOff: true, note: idle),
+            (name: "Troupe (\(form), target busy)", busy: true, handOff: true, note: busy),
+            (name: "Troupe (\(form), hand-off off)", busy: false, handOff: false, note: off),
+        ]
+        for variant in variants {
+            let measured = benchmark(config, workload, system: variant.name, family: .troupe) { n in
+                guard variant.handOff else {
+                    return withoutHandOff { own in
+                        run(own, variant.name, false, "\(variant.note); \(own.workerCount) pinned workers", n)
+                    }
+                }
+                return run(troupe.system, variant.name, variant.busy, "\(variant.note); \(troupe.workersNote)", n)
+            }
+            if let measured { rows.append(measured) }
+        }
+    }
+
+    handOffRows(
+        "actor ask", idle: "context.ask(pong) { .answer($0) }, Pong idle: its turn runs in the asker's",
+        busy: "pong.tell(.busy), then context.ask(pong): the ask is queued behind .busy",
+        off: "context.ask(pong), a system with directHandOff: false"
+    ) { system, name, busy, note, n in actorAskRow(system, name, busy: busy, note: note, n) }
 
     let taskAsk = "Troupe (ask from a task)"
     if let m = benchmark(
@@ -245,21 +305,13 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
         rows.append(m)
     }
 
-    let executorAsk = "Troupe (ask from a task on its executor)"
-    if let m = benchmark(
-        config, workload, system: executorAsk, family: .troupe,
-        { n in
-            let system = troupe.system
-            let pong = system.spawn(Pong())
-            defer { pong.stop() }
-            return latencyRow(
-                workload, executorAsk, n,
-                "try await pong.ask { .ask($0) } from a task preferring system.taskExecutor; \(troupe.workersNote)"
-            ) { runBlocking(on: system.taskExecutor) { await askLoop(pong, n) } }
-        })
-    {
-        rows.append(m)
-    }
+    handOffRows(
+        "ask from a task on its executor",
+        idle:
+            "try await pong.ask { .ask($0) } from a task preferring system.taskExecutor, Pong idle: its turn runs in the task's",
+        busy: "pong.tell(.busy), then try await pong.ask: queued behind .busy, the task suspends",
+        off: "try await pong.ask from a task on the executor of a system with directHandOff: false"
+    ) { system, name, busy, note, n in executorAskRow(system, name, busy: busy, note: note, n) }
 
     let blockingAsk = "Troupe (askBlocking)"
     if let m = benchmark(

@@ -147,7 +147,7 @@ public struct ActorContext<Message: Sendable> {
         then message: @escaping @Sendable (Result<Value, AskError>) -> Message
     ) {
         let state = ActorAskState<Value, Message>(limit: cell.system.askLimit(timeout), replyTo: ref, map: message)
-        target.sendAsk(request(Reply(state)), state: state)
+        target.sendAskHandingOff(request(Reply(state)), state: state)
     }
 }
 

@@ -4,6 +4,13 @@
 import Synchronization
 internal import CTroupe
 
+/// What an ``ActorRef`` holds, without its message type: the cell and, for a self-invalidating
+/// actor, the lease that keeps it from invalidating itself while the ref lives.
+struct UntypedActorRef {
+    let cell: AnyCell
+    let lease: InvalidationLease?
+}
+
 /// A reference to an actor that accepts `Message`. Cheap to copy, `Sendable`, hashable by
 /// actor identity. The only way to reach an actor.
 public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConvertible {
@@ -42,8 +49,8 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
             _ request: (Reply<Value>) -> Message
         ) async throws(AskError) -> Value
     {
-        try await Asking.await(cell.system, timeout: timeout) { state in
-            sendAsk(request(Reply(state)), state: state)
+        try await Asking.await(cell.system, timeout: timeout, handingOffTo: cell) { state in
+            _ = cell.send(request(Reply(state)), askToken: .retaining(state))
         }
     }
 
@@ -84,6 +91,20 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
         _ = cell.send(message, askToken: .retaining(state))
     }
 
+    /// Sends an ask's request from an actor's turn (``ActorContext/ask(_:timeout:_:then:)``):
+    /// when the actor is idle, its turn runs here first (``HandOff``), and the timer is armed
+    /// only for an ask still open after it.
+    @inlinable
+    func sendAskHandingOff<Value>(_ message: consuming Message, state: AskState<Value>) {
+        guard let worker = HandOff.prepare(cell) else {
+            sendAsk(message, state: state)
+            return
+        }
+        _ = cell.send(message, askToken: .retaining(state))
+        HandOff.finish(worker)
+        if !state.completed.load(ordering: .acquiring) { cell.system.timer.armTimeout(of: state) }
+    }
+
     /// Asks the actor to stop after the messages already sent to it. Later messages become
     /// dead letters. Stopping twice is harmless.
     public func stop() { cell.requestStop() }
@@ -114,6 +135,9 @@ public struct ActorRef<Message: Sendable>: Sendable, Hashable, CustomStringConve
     public func requestRestart(reason: any Error = RestartRequested(), after delay: Duration = .zero) -> Bool {
         cell.requestRestart(reason: reason, after: delay)
     }
+
+    /// The ref without its message type, for storage whose layout must not depend on it.
+    var untyped: UntypedActorRef { UntypedActorRef(cell: cell, lease: lease) }
 
     /// The actor's identity.
     public var address: ActorAddress { cell.address }

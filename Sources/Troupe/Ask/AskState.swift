@@ -14,14 +14,64 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication
     /// of `Atomic<Bool>` per ask when the class is instantiated.)
     @usableFromInline let installed = Atomic<Bool>(false)
     @usableFromInline let cancelRequested = Atomic<Bool>(false)
+    /// ``HandOffPhase`` of an ask whose request the asking thread may run in place (see
+    /// ``AskState/completeHandOff(_:)``); 0 for every other ask. Declared here, after the three
+    /// flags, so that it takes no room of its own.
+    @usableFromInline let handOffPhase = Atomic<UInt8>(HandOffPhase.none.rawValue)
     /// The ask's time limit in nanoseconds, converted once (a `Duration`'s conversion costs
     /// a 128-bit division).
     let timeoutNanoseconds: Int64
     /// Where the subclass's `waiter` lives, in bytes from the object's start (set by its
     /// initialiser; see ``AskState/waiterSlot``).
     @usableFromInline let waiterOffset = Atomic<Int>(0)
+    /// A hand-off ask's continuation, once its task waits (``HandOffPhase/waiting``), as the
+    /// word of ``ParkedContinuation``.
+    @usableFromInline let parkedContinuation = Atomic<UInt>(0)
+    /// Room for a hand-off ask's result (``depositCapacity`` bytes at ``depositOffset``),
+    /// written by its completer and moved out by the asking thread through raw pointers, by
+    /// code specialised for the result type. Raw words rather than a typed field: a field whose
+    /// layout depends on `Value` would make the generic class's initialiser and deinit look up
+    /// its metadata on every ask (measured: ~1,400 instructions). Ends the base's fields on a
+    /// 16-byte boundary, so that the subclass's `waiter` starts at the same offset for every
+    /// `Value` (see ``AskState/recordWaiterOffset()``).
+    @exclusivity(unchecked) private var depositStorage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+        (0, 0, 0, 0, 0, 0)
 
-    init(timeoutNanoseconds: Int64) { self.timeoutNanoseconds = timeoutNanoseconds }
+    /// Where ``depositStorage`` lives, in bytes from the object's start (checked in debug
+    /// builds by the initialiser).
+    @inlinable static var depositOffset: Int { 64 }
+    /// How many bytes ``depositStorage`` holds: an ask whose `Result<Value, AskError>` is larger
+    /// (or aligned beyond 8 bytes) is never handed off.
+    @inlinable static var depositCapacity: Int { 48 }
+
+    /// Whether a hand-off ask's result fits ``depositStorage``.
+    @inlinable
+    static func canDeposit<Completion>(_ type: Completion.Type) -> Bool {
+        MemoryLayout<Completion>.size <= depositCapacity && MemoryLayout<Completion>.alignment <= 8
+    }
+
+    /// The deposit room's address (the object never moves).
+    @inlinable
+    final var depositRoom: UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + AskStateBase.depositOffset
+    }
+
+    init(timeoutNanoseconds: Int64) {
+        self.timeoutNanoseconds = timeoutNanoseconds
+        super.init()
+        assert(measuredDepositOffset() == AskStateBase.depositOffset, "AskStateBase's deposit room moved")
+    }
+
+    private func measuredDepositOffset() -> Int {
+        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        return withUnsafeMutablePointer(to: &depositStorage) { UnsafeMutableRawPointer($0) - base }
+    }
+
+    /// Spins until a completer that won a hand-off ask's phase has deposited its result.
+    @usableFromInline
+    final func waitForDeposit() {
+        while handOffPhase.load(ordering: .acquiring) != HandOffPhase.deposited.rawValue { CTroupe_cpu_relax() }
+    }
 
     /// Asks are not taken out of the timer's heap when they complete (see
     /// ``DeadlineTimer/schedule(_:atNanoseconds:)``): a completed one is a dead entry.
@@ -50,6 +100,46 @@ enum AskWaiter<Completion> {
     case callback(@Sendable (Completion) -> Void)
     /// An actor, through ``AskState/deliverToActor(_:)`` (``ActorAskState``).
     case actor
+}
+
+/// Where a hand-off ask stands (``AskStateBase/handOffPhase``): the asking thread ran, or tried
+/// to run, the target's turn in place, and no continuation existed when the request was sent.
+///
+/// `none` for every other ask. A hand-off ask starts `running` (set before the request is
+/// sent). Exactly one of two compare-and-swaps leaves `running`: the completer's (the winner of
+/// `completed`) to `depositing`, then `deposited` once the result is in the deposit room; or
+/// the asking task's, to `waiting`, after it stored its continuation in
+/// ``AskStateBase/parkedContinuation``, which the completer then resumes. Whoever loses knows
+/// what the winner did: a completer that finds `waiting` resumes the continuation; a task that
+/// finds `depositing` waits (a few instructions) for `deposited` and takes the result.
+@usableFromInline
+enum HandOffPhase: UInt8 {
+    case none = 0
+    case running = 1
+    case depositing = 2
+    case waiting = 3
+    case deposited = 4
+}
+
+/// An `UnsafeContinuation` kept in an atomic word (``AskStateBase/parkedContinuation``): the
+/// continuation is one pointer to the suspended task's context, and the word is written once by
+/// the task and read once by the completer, ordered by ``HandOffPhase``'s compare-and-swaps.
+@usableFromInline
+enum ParkedContinuation {
+    @inlinable
+    static func word<T>(_ continuation: UnsafeContinuation<T, Never>) -> UInt {
+        // Safety: an UnsafeContinuation is a single raw pointer (checked by the size test in
+        // debug builds); the word is turned back into the same type by `continuation(_:)`.
+        assert(MemoryLayout<UnsafeContinuation<T, Never>>.size == MemoryLayout<UInt>.size)
+        return unsafeBitCast(continuation, to: UInt.self)
+    }
+
+    @inlinable
+    static func continuation<T>(_ word: UInt, as type: T.Type) -> UnsafeContinuation<T, Never> {
+        // Safety: `word` was made by `word(_:)` from an UnsafeContinuation<T, Never> of the same
+        // ask (so of the same T), and is resumed exactly once (by the winner of `completed`).
+        unsafeBitCast(word, to: UnsafeContinuation<T, Never>.self)
+    }
 }
 
 /// The typed state of an ask.
@@ -146,6 +236,10 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
         else { return false }
         // Not taken out of the timer's heap: the timer skips and purges completed asks (see
         // DeadlineTimer), which saves a lock and a heap removal per ask.
+        if _slowPath(handOffPhase.load(ordering: .relaxed) != HandOffPhase.none.rawValue) {
+            completeHandOff(result)
+            return true
+        }
         let slot = waiterSlot
         let waiter = slot.move()
         slot.initialize(to: .none)
@@ -156,6 +250,64 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
         case .none: break
         }
         return true
+    }
+
+    // MARK: Hand-off (see ``HandOffPhase``)
+
+    /// Marks an awaiting ask whose request the asking thread may run in place. Before the
+    /// request is sent (the send publishes it). Only when ``AskStateBase/canDeposit(_:)``.
+    @inlinable
+    final func beginHandOff() {
+        handOffPhase.store(HandOffPhase.running.rawValue, ordering: .relaxed)
+    }
+
+    /// The completer's side of a hand-off ask (the winner of `completed`): deposits the result
+    /// for the asking thread, or resumes the task that waits already.
+    @inlinable
+    final func completeHandOff(_ result: Completion) {
+        if handOffPhase.compareExchange(
+            expected: HandOffPhase.running.rawValue, desired: HandOffPhase.depositing.rawValue,
+            ordering: .acquiringAndReleasing
+        ).exchanged {
+            // Safety: the room is `depositCapacity` raw bytes, aligned to 8, that nothing else
+            // uses; `beginHandOff` is only called when `Completion` fits (`canDeposit`).
+            depositRoom.initializeMemory(as: Completion.self, to: result)
+            handOffPhase.store(HandOffPhase.deposited.rawValue, ordering: .releasing)
+            return
+        }
+        // `waiting`: the task stored its continuation before its compare-and-swap, which this
+        // one's failure read (acquiring).
+        let word = parkedContinuation.load(ordering: .relaxed)
+        ParkedContinuation.continuation(word, as: Completion.self).resume(returning: result)
+    }
+
+    /// The result deposited by a completer, when there is one: the asking thread, after the
+    /// turn it ran in place. `nil` while the ask is open (or being deposited on another thread).
+    @inlinable
+    final func takeDepositedResult() -> Completion? {
+        guard handOffPhase.load(ordering: .acquiring) == HandOffPhase.deposited.rawValue else { return nil }
+        // Safety: initialised by `completeHandOff` (the `deposited` phase says so), moved out
+        // once: only the asking thread takes a deposit.
+        return depositRoom.assumingMemoryBound(to: Completion.self).move()
+    }
+
+    /// The asking task's side of a hand-off ask that was still open after its turn in place:
+    /// waits with `continuation`, unless a completer got there first (then resumes it at once
+    /// with the deposited result). Cancellation as in ``install(_:)``.
+    @inlinable
+    final func waitAfterHandOff(_ continuation: UnsafeContinuation<Completion, Never>) {
+        parkedContinuation.store(ParkedContinuation.word(continuation), ordering: .relaxed)
+        if handOffPhase.compareExchange(
+            expected: HandOffPhase.running.rawValue, desired: HandOffPhase.waiting.rawValue,
+            ordering: .acquiringAndReleasing
+        ).exchanged {
+            installed.store(true, ordering: .sequentiallyConsistent)
+            if cancelRequested.load(ordering: .sequentiallyConsistent) { complete(.failure(.cancelled)) }
+            return
+        }
+        // A completer on another thread is depositing: its store is a few instructions away.
+        waitForDeposit()
+        continuation.resume(returning: takeDepositedResult().unsafelyUnwrapped)
     }
 
     override func fire() { complete(.failure(.timedOut(after: timeout))) }
@@ -178,11 +330,15 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
 /// context (one allocation less per ask). `replyTo` and `map` are dropped once delivered, by
 /// the completer (the winner of `completed`), since a completed ask may wait in the timer's
 /// heap until it is purged.
+///
+/// Every stored field has a layout that does not depend on `Value` or `Message` (the asker's
+/// ref is kept as its untyped parts): the generic deinit then looks up no metadata (an
+/// `ActorRef<Message>?` field cost ~700 instructions per ask in runtime metadata lookups).
 @usableFromInline
 final class ActorAskState<Value: Sendable, Message: Sendable>: AskState<Value>, @unchecked Sendable {  // see AskState
-    /// A ref, not the cell: like any ref, it keeps a self-invalidating asker alive until the
-    /// answer is in.
-    @exclusivity(unchecked) private var replyTo: ActorRef<Message>?
+    /// The asker's ref, untyped: like any ref, it keeps a self-invalidating asker alive until
+    /// the answer is in.
+    @exclusivity(unchecked) private var replyTo: UntypedActorRef?
     @exclusivity(unchecked) private var map: (@Sendable (Completion) -> Message)?
     /// The asker's context when the ask was made (a system that propagates contexts): the reply
     /// message carries it, so that the continuation runs in the asker's trace.
@@ -190,9 +346,10 @@ final class ActorAskState<Value: Sendable, Message: Sendable>: AskState<Value>, 
 
     @usableFromInline
     init(limit: AskLimit, replyTo: ActorRef<Message>, map: @escaping @Sendable (Completion) -> Message) {
-        self.replyTo = replyTo
+        self.replyTo = replyTo.untyped
         self.map = map
-        context = replyTo.cell.system.contextPropagation?.captureContext()
+        let system = replyTo.cell.system
+        context = system.propagatesContext ? system.contextPropagation?.captureContext() : nil
         super.init(limit: limit, waiter: .actor)
     }
 
@@ -202,11 +359,14 @@ final class ActorAskState<Value: Sendable, Message: Sendable>: AskState<Value>, 
         self.map = nil
         let carried = context
         context = nil
-        if replyTo.cell.system.contextPropagation == nil {
-            _ = replyTo.tell(map(result))
+        // Safety: `replyTo` was made from an `ActorRef<Message>` (the initialiser).
+        let cell = unsafeDowncast(replyTo.cell, to: MailboxCell<Message>.self)
+        if !cell.system.propagatesContext {
+            _ = cell.tell(map(result))
         } else {
-            _ = replyTo.cell.send(map(result), carrying: carried)
+            _ = cell.send(map(result), carrying: carried)
         }
+        withExtendedLifetime(replyTo) {}
     }
 }
 

@@ -33,6 +33,45 @@ enum Asking {
         return try result.get()
     }
 
+    /// An ask of one actor, `target`, from a task: as ``await(_:timeout:send:)``, but when the
+    /// task runs on one of the system's workers and `target` is idle, the asking thread runs
+    /// the target's turn in place (``HandOff``), and an answer given there returns at once,
+    /// without suspending the task or arming the ask's timer. `send` only sends (it does not
+    /// arm the timer: this function does, when the ask must wait).
+    ///
+    /// The ask's time limit starts when the task starts waiting: a turn run in place is this
+    /// thread's own work, which no timer could interrupt.
+    @inlinable
+    nonisolated(nonsending)
+        static func await<Value: Sendable>(
+            _ system: ActorSystem, timeout: Duration?, handingOffTo target: AnyCell,
+            send: (AskState<Value>) -> Void
+        ) async throws(AskError) -> Value
+    {
+        guard AskStateBase.canDeposit(Result<Value, AskError>.self), let worker = HandOff.prepare(target) else {
+            return try await Self.await(system, timeout: timeout) { state in
+                system.timer.armTimeout(of: state)
+                send(state)
+            }
+        }
+        if Task.isCancelled {
+            HandOff.finish(worker)
+            throw .cancelled
+        }
+        let state = AskState<Value>(limit: system.askLimit(timeout))
+        state.beginHandOff()
+        send(state)
+        HandOff.finish(worker)
+        if let result = state.takeDepositedResult() { return try result.get() }
+        system.timer.armTimeout(of: state)
+        let result: Result<Value, AskError> = await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in state.waitAfterHandOff(continuation) }
+        } onCancel: {
+            state.cancel()
+        }
+        return try result.get()
+    }
+
     /// Calls `onReply` exactly once, on the thread that completes the ask. Inlinable: the ask
     /// state is created by code specialised for `Value` in the caller's module, so no generic
     /// metadata is looked up per ask (unspecialised, an actor's ask paid about 2,500

@@ -13,12 +13,19 @@ internal import CTroupe
 /// cells the system holds.
 ///
 /// Thread-safety: `fire` runs on the system's timer thread; `observations` is locked because
-/// snapshots read it from any thread; `count` is an atomic.
+/// snapshots read it from any thread; `count` is an atomic. `system` is written by `start`
+/// before the entry is scheduled (the timer's lock publishes it), then only by the timer thread
+/// (`fire`) and by `fireAtShutdown`, which the timer calls after joining that thread.
 final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the thread-safety contract above
     let thresholdNanoseconds: Int64
     let intervalNanoseconds: Int64
-    /// The system, weakly: the timer's heap holds this entry until the timer stops.
-    private weak var system: ActorSystem?
+    /// The system, held strongly until the timer stops (shutdown), which breaks the cycle
+    /// system → timer → this entry → system: `fireAtShutdown` drops it, and so does a look that
+    /// finds the workers ended. Not weak: a weak reference gives the system a side table, and
+    /// every retain and release of the system (one each per spawn, several per ask) then takes
+    /// the runtime's slow path (~50 instructions each, measured). A system dropped without a
+    /// shutdown keeps running its threads either way; this keeps its object too.
+    @exclusivity(unchecked) private var system: ActorSystem?
     private let observations = Locked<[Observation]>([])
     /// Handlers reported as running and not yet finished.
     let count = Atomic<Int>(0)
@@ -59,7 +66,11 @@ final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the 
     }
 
     override func fire() {
-        guard let system, !system.schedulerHasTerminated else { return }
+        guard let system else { return }
+        if system.schedulerHasTerminated {
+            self.system = nil
+            return
+        }
         let now = CTroupe_monotonic_ns()
         let workers = system.scheduler.sharedWorkers
         var finished: [StuckHandler] = []
@@ -114,7 +125,7 @@ final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the 
     }
 
     /// The timer stopped (the system shut down): nothing to watch any more.
-    override func fireAtShutdown() {}
+    override func fireAtShutdown() { system = nil }
 }
 
 extension StuckHandler {

@@ -51,7 +51,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         (counters + 136).assumingMemoryBound(to: Atomic<Bool>.self)
     }
 
-    init(name: String, workerCount: Int, pin: Bool, batchSize: Int) {
+    init(name: String, workerCount: Int, pin: Bool, batchSize: Int, handOff: Bool = false) {
         if workerCount < 1 {
             fatalError(
                 "ActorSystem.Configuration.workerCount must be at least 1, got \(workerCount); pass nil for one worker per allowed CPU"
@@ -75,7 +75,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         // Workers refer back to the scheduler, so they are built once `self` exists.
         for index in 0..<workerCount {
             let cpu = pin && !cpus.isEmpty ? cpus[index % cpus.count] : nil
-            created.append(Worker(index: index, scheduler: self, isShared: true, wakeup: idle, cpu: cpu))
+            created.append(
+                Worker(index: index, scheduler: self, isShared: true, wakeup: idle, cpu: cpu, handsOff: handOff))
         }
         self.workersStorage = created
         for (index, worker) in created.enumerated() {
@@ -135,14 +136,21 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             // The closure captures the entry's word, not the cell (a capture costs a
             // retain/release pair per message).
             let word = UInt(bitPattern: entry.toOpaque())
-            let placement = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> UInt8 in
-                guard worker.isShared && worker.belongs(to: self) else { return 0 }
-                return worker.placeInSlot(word: word) ? 2 : 1
+            let placement = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Placement in
+                guard worker.isShared && worker.belongs(to: self) else { return .elsewhere }
+                // The asking thread takes the turn itself (Worker+HandOff.swift).
+                if _slowPath(worker.handOffTarget == word) {
+                    worker.handOffTarget = 0
+                    worker.handOffCaptured = word
+                    return .handedOff
+                }
+                return worker.placeInSlot(word: word) ? .slotDisplacing : .slot
             }
             switch placement {
-            case 1: notifyIdleForSlot(); return
-            case 2: notifyIdle(); return
-            default: break
+            case .slot: notifyIdleForSlot(); return
+            case .slotDisplacing: notifyIdle(); return
+            case .handedOff: return
+            case .elsewhere: break
             }
         } else if let raw = CTroupe_current_inline_turns(), !terminated.load(ordering: .relaxed) {
             // A thread outside the workers with an inline-turns scope open: the cell runs its
@@ -159,6 +167,18 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         Worker.queue(entry, on: queue)
         notifyIdle()
         if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { sweep() }
+    }
+
+    /// Where `schedule` put a cell, on a worker thread.
+    private enum Placement {
+        /// Into the worker's empty next-slot.
+        case slot
+        /// Into the next-slot, whose previous occupant moved to the worker's run queue.
+        case slotDisplacing
+        /// Kept for the asking thread's turn in place (``Worker/handOffTarget``).
+        case handedOff
+        /// Not this scheduler's shared worker: a run queue, as from any other thread.
+        case elsewhere
     }
 
     /// Pops a cell from another shared worker's queue. Worker threads only.

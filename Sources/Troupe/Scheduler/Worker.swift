@@ -54,6 +54,20 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// A dedicated worker's actor (set once, before the worker's first turn, by spawn); its own
     /// thread reads it to refuse an `askBlocking` of that actor to itself.
     weak var servedCell: AnyCell?
+    /// Direct hand-off (`Worker+HandOff.swift`), all three the worker's own thread's: the cell
+    /// whose scheduling right this thread means to take for a turn in place (its address; 0:
+    /// none), the entry `Scheduler.schedule` captured for it, and how many turns in place are
+    /// running on this thread now. No access spans a call that could reach another one, so the
+    /// run-time exclusivity checks are skipped.
+    /// Whether asks made on this worker may hand off (``ActorSystem/Configuration/directHandOff``;
+    /// shared workers only). Immutable.
+    let handsOff: Bool
+    @exclusivity(unchecked) var handOffTarget: UInt = 0
+    @exclusivity(unchecked) var handOffCaptured: UInt = 0
+    @exclusivity(unchecked) var handOffDepth = 0
+    /// Turns this worker's thread ran in place for an ask (written by that thread with relaxed
+    /// loads and stores, no read-modify-write; read by tests and the bench).
+    let handOffTurns = Atomic<UInt>(0)
     let exitRequested = Atomic<Bool>(false)
     let exited = Atomic<Bool>(false)
     var thread: pthread_t?
@@ -66,8 +80,9 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// How long a poller stays awake while cells pass through other workers' slots.
     static let maximumSpinNanoseconds: Int64 = 1_000_000
 
-    init(index: Int, scheduler: Scheduler, isShared: Bool, wakeup: EventCount, cpu: Int?) {
+    init(index: Int, scheduler: Scheduler, isShared: Bool, wakeup: EventCount, cpu: Int?, handsOff: Bool = false) {
         self.index = index
+        self.handsOff = handsOff && isShared
         self.schedulerReference = Unmanaged.passUnretained(scheduler)
         self.isShared = isShared
         self.wakeup = wakeup

@@ -45,6 +45,14 @@ public final class ActorSystem: Sendable {
         /// time, instead of on worker threads (`TroupeTesting`'s deterministic system sets it;
         /// see ``ManualDriver``). `nil` (the default): worker threads and the real clock.
         public var manualDriver: ManualDriver?
+        /// Whether an ask of an idle actor, made on one of the workers (by an actor's
+        /// `context.ask`, or by a task on ``ActorSystem/taskExecutor`` or on a Troupe serial
+        /// executor), runs the actor's turn on the asking thread instead of waking a worker for
+        /// it: an answer given in that turn returns without suspending the task (see "Direct
+        /// hand-off" in the Performance article). `true` by default. Turn it off when handlers
+        /// must never run inside an asking task's job (they then see no task-local values of
+        /// the asker, and always run after the asker's own turn or job).
+        public var directHandOff: Bool
 
         public init(
             name: String = "troupe",
@@ -57,7 +65,8 @@ public final class ActorSystem: Sendable {
             services: ServiceLocator = ServiceLocator(),
             introspection: Introspection = Introspection(),
             contextPropagation: (any MessageContextPropagation)? = nil,
-            manualDriver: ManualDriver? = nil
+            manualDriver: ManualDriver? = nil,
+            directHandOff: Bool = true
         ) {
             self.name = name
             self.workerCount = workerCount
@@ -70,6 +79,7 @@ public final class ActorSystem: Sendable {
             self.introspection = introspection
             self.contextPropagation = contextPropagation
             self.manualDriver = manualDriver
+            self.directHandOff = directHandOff
         }
     }
 
@@ -101,6 +111,9 @@ public final class ActorSystem: Sendable {
     let fastSendOpen: Atomic<Bool>
     /// `configuration.contextPropagation`, read on the slow send path and by the turn.
     let contextPropagation: (any MessageContextPropagation)?
+    /// Whether ``contextPropagation`` is set: a plain load where testing the optional
+    /// existential would copy it (~80 instructions, measured on every actor ask).
+    let propagatesContext: Bool
 
     /// Where a system is in its life.
     enum Phase: Int {
@@ -120,6 +133,7 @@ public final class ActorSystem: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         contextPropagation = configuration.contextPropagation
+        propagatesContext = configuration.contextPropagation != nil
         fastSendOpen = Atomic(configuration.contextPropagation == nil)
         manualDriver = configuration.manualDriver
         isManual = configuration.manualDriver != nil
@@ -133,7 +147,7 @@ public final class ActorSystem: Sendable {
         let workers = manualDriver != nil ? 1 : configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
         scheduler = Scheduler(
             name: configuration.name, workerCount: workers, pin: configuration.pinWorkers && manualDriver == nil,
-            batchSize: configuration.batchSize)
+            batchSize: configuration.batchSize, handOff: configuration.directHandOff)
         schedulerHandle = Unmanaged.passUnretained(scheduler)
         timer =
             manualDriver != nil

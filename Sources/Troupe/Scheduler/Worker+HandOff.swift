@@ -1,0 +1,93 @@
+import Synchronization
+internal import CTroupe
+
+/// Direct hand-off: an ask to an idle actor runs the actor's turn on the asking thread.
+///
+/// When code on one of this system's shared workers (an actor's turn, or a task on the
+/// system's task executor, which runs as a turn of a job lane) asks an actor whose mailbox is
+/// empty and whose turn nobody runs, the ask's push wins the actor's scheduling right, as any
+/// push to an idle actor does. Instead of placing the actor in the worker's next-slot (to run
+/// after the current turn) and, for a task, suspending until a worker has run it, the asking
+/// thread runs that one turn in place. An answer given during the turn completes the ask there
+/// and then, without suspending the task, touching another thread or arming the ask's timer.
+///
+/// What stays as it is:
+/// - Only a push that found the mailbox empty and won the right hands off, so per-sender order
+///   holds and nothing overtakes queued messages: a busy or queued actor is enqueued as always.
+/// - The turn is an ordinary turn, limited to one message (the ask's, unless the actor was
+///   never started); what it leaves pending goes to the workers with the right. An actor never
+///   runs inside its own turn: while its turn runs, its right is held, so no push wins it.
+/// - Turns in place nest at most ``maximumDepth`` deep on one thread (a chain of asks from
+///   handlers); deeper asks are enqueued. Dedicated-thread actors always run on their threads
+///   (`Scheduler.schedule` places them before it looks for a hand-off).
+/// - The worker shows the actor as its current cell while the turn runs, so the stuck-handler
+///   watchdog and ``ActorSystem/snapshot()`` see it; the handler counter advances as usual.
+///
+/// Contract: ``prepare(_:)`` and ``finish(_:)`` come in pairs around one send, on the same
+/// thread, with nothing between them that could block; everything here touches only the
+/// calling worker's own fields (``Worker/handOffTarget`` and the two after it).
+@usableFromInline
+enum HandOff {
+    /// How many turns in place may nest on one thread.
+    static let maximumDepth = 4
+
+    /// Before sending to `target`: when the calling thread is a shared worker of `target`'s
+    /// system with room for a turn in place, arms the capture of `target`'s scheduling right and
+    /// returns the worker (unretained: the thread's own worker outlives the call); `nil` when no
+    /// hand-off can happen (send as usual).
+    @usableFromInline
+    static func prepare(_ target: AnyCell) -> UnsafeMutableRawPointer? {
+        guard let raw = CTroupe_current_worker() else { return nil }
+        let armed = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Bool in
+            guard worker.handsOff, worker.handOffDepth < maximumDepth,
+                worker.belongs(to: target.system.scheduler)
+            else { return false }
+            worker.handOffTarget = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
+            return true
+        }
+        return armed ? raw : nil
+    }
+
+    /// After the send: disarms the capture and, when the send won `target`'s scheduling right,
+    /// runs the turn in place. `worker` is what ``prepare(_:)`` returned.
+    @usableFromInline
+    static func finish(_ worker: UnsafeMutableRawPointer) {
+        Unmanaged<Worker>.fromOpaque(worker)._withUnsafeGuaranteedRef { $0.runCapturedTurn() }
+    }
+}
+
+extension Scheduler {
+    /// Turns run in place for asks so far, over every shared worker (approximate while they run).
+    var handOffTurns: UInt {
+        sharedWorkers.reduce(0) { $0 &+ $1._withUnsafeGuaranteedRef { $0.handOffTurns.load(ordering: .relaxed) } }
+    }
+}
+
+extension Worker {
+    /// Disarms the hand-off and runs the captured cell's turn, if a send captured one. Own
+    /// thread. The target's sender holds the cell (through its ref) for the whole call.
+    fileprivate func runCapturedTurn() {
+        handOffTarget = 0
+        let word = handOffCaptured
+        guard word != 0 else { return }
+        handOffCaptured = 0
+        let entry = Unmanaged<AnyCell>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
+        entry._withUnsafeGuaranteedRef { cell in
+            // The entry's retain, if it has one (a stopped actor's), is this thread's now.
+            let retained = cell.entryRetained
+            let running = currentCell.load(ordering: .relaxed)
+            currentCell.store(word, ordering: .relaxed)
+            handOffDepth += 1
+            handOffTurns.store(handOffTurns.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+            var slot: UnsafeMutableRawPointer? = nil
+            let more = withUnsafeMutablePointer(to: &slot) { buffer in
+                cell.runTurn(buffer: buffer, limit: 1, progress: progress)
+            }
+            handOffDepth -= 1
+            currentCell.store(running, ordering: .relaxed)
+            // More is pending: the workers take the cell (and the right) like any other.
+            if more { withScheduler { $0.schedule(cell) } }
+            if retained { entry.release() }
+        }
+    }
+}
