@@ -59,6 +59,7 @@ let package = Package(
             name: "CTroupe",
             dependencies: ["CURCU"],
             path: "Sources/CTroupe",
+            exclude: ["models"],
             cSettings: [.define("_LGPL_SOURCE", .when(traits: ["InlineURCU"]))]
         ),
         // The pthread-mutex lock shared by Troupe and its optional modules (not a product).

@@ -18,9 +18,14 @@
 //   the total order, so its re-check sees the published work. Otherwise let E be the counted
 //   sleepers that will leave without another futex wake (woken, timed out, re-checking, or
 //   holding an epoch that has moved), Q those asleep in the kernel, W the wakes issued and not
-//   yet delivered. Every transition keeps  pending <= |E| + min(W, |Q|)  (a notify adds one
-//   pending wake only while sleepers > pending and moves every not-yet-asleep sleeper into E;
-//   a delivered wake moves a Q into E; a leave removes one pending). So when a notify skips,
+//   yet delivered, counting a wake-all still in flight (between its compare-exchange and its
+//   FUTEX_WAKE) as |Q| wakes. Every transition keeps  pending <= |E| + min(W, |Q|)  (a notify
+//   adds one pending wake only while sleepers > pending and moves every not-yet-asleep sleeper
+//   into E; a delivered wake moves a Q into E; a leave removes one pending). Without that
+//   counting the bound fails for a wake-all (spin found it: two sleepers in the kernel, a
+//   wake-all in flight, pending 2 > 0 + min(1, 2)), though no wake-up is lost, since a wake-all
+//   reaches every sleeper in the kernel. The bound, the protocol and a broken variant of each
+//   step are model-checked: Sources/CTroupe/models/event-count.pml. So when a notify skips,
 //   pending >= 1 and some counted sleeper will still leave, after the waker's fence, and then
 //   re-check: it finds the work, exactly as the sleeper a FUTEX_WAKE would have woken.
 //   A single waiter (timer thread, blocking ask) simply has its wake already coming.
@@ -67,6 +72,11 @@ void CTroupe_eventcount_destroy(CTroupe_eventcount *eventcount) {
 
 uint32_t CTroupe_eventcount_prepare_wait(CTroupe_eventcount *eventcount) {
     uint64_t before = atomic_fetch_add_explicit(&eventcount->state, SLEEPER_ONE, memory_order_seq_cst);
+    // The caller's re-check for work comes next, with plain loads. A sequentially consistent
+    // read-modify-write orders them on x86-64 (a locked instruction is a full barrier), but C11
+    // (and AArch64) does not promise that it orders later non-seq_cst loads: this fence does,
+    // for the cost of one fence per park (the models check SC interleavings only).
+    atomic_thread_fence(memory_order_seq_cst);
     // 65,535 threads parked on one event count at once would overflow into `pending`.
     if (sleepers_of(before) == 0xffff) abort();
     return epoch_of(before);
