@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import PackageDescription
 
 let package = Package(
@@ -60,7 +60,12 @@ let package = Package(
             dependencies: ["CURCU"],
             path: "Sources/CTroupe",
             exclude: ["models"],
-            cSettings: [.define("_LGPL_SOURCE", .when(traits: ["InlineURCU"]))]
+            cSettings: [
+                .define("_LGPL_SOURCE", .when(traits: ["InlineURCU"])),
+                // The C layer's contract checks (checks.h): on in debug builds, which the test
+                // suite uses; compiled out of release builds.
+                .define("CTROUPE_DEBUG_CHECKS", .when(configuration: .debug)),
+            ]
         ),
         // The pthread-mutex lock shared by Troupe and its optional modules (not a product).
         .target(name: "TroupeLocks", path: "Sources/TroupeLocks"),

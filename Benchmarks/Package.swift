@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 // Troupe's benchmarks, a package of their own so that a package depending on Troupe never
 // resolves their dependencies (the histogram) or sees their products. From the repository root:
 //   swift run --package-path Benchmarks -c release troupe-bench [--quick|--json|--filter NAME]

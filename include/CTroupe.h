@@ -4,15 +4,19 @@
 // `internal import`. Every symbol carries the `CTroupe_` prefix.
 //
 // Pieces, one file each under Sources/CTroupe/:
-// - mailbox.c   actor mailboxes on liburcu's wait-free concurrent queue (cds_wfcq) and the
+// - mailbox.c   actor mailboxes on liburcu's wait-free concurrent queue (cds_wfcq), the
 //               scheduling flag that turns "mailbox went empty -> non-empty" into exactly one
-//               scheduling of the actor.
-// - runqueue.c  per-worker run queues (also cds_wfcq) holding scheduled mailboxes.
+//               scheduling of the actor, and the per-worker run queues (also cds_wfcq) that
+//               hold scheduled mailboxes (one file: the whole scheduling protocol in one place).
 // - envelope.c  the message envelope allocator: per-thread free lists by size class with
 //               batched hand-over between threads, so a steady-state send allocates nothing.
 // - parking.c   an event count on a futex: idle workers sleep, senders wake them, no lost wake-up.
 // - histogram.c sampled latency histograms (time in mailbox, handler duration).
 // - thread.c    CPU affinity, the process's allowed CPUs, timer slack, and the current-worker slot.
+//
+// Contracts written here as "consumer only", "holds the scheduling right" and the like are
+// checked at run time in debug builds (checks.h; CTROUPE_DEBUG_CHECKS, set by Package.swift for
+// the debug configuration) and compiled out of release builds.
 #ifndef CTROUPE_H
 #define CTROUPE_H
 
@@ -31,7 +35,8 @@ extern "C" {
 ///
 /// `link` must stay the first member: the mailbox queues envelopes through it.
 typedef struct CTroupe_envelope {
-    /// Queue link, owned by the mailbox while the envelope is enqueued.
+    /// Queue link: owned by the mailbox while the envelope is enqueued, by the allocator while
+    /// the envelope is on a free list.
     struct CTroupe_envelope *link;
     /// `CTroupe_envelope_kind_user` or `CTroupe_envelope_kind_system`. Written by the sender
     /// before the push, read by the consumer after the pop.
@@ -41,12 +46,20 @@ typedef struct CTroupe_envelope {
     /// The pending ask this envelope carries (a retained Swift object), or NULL. Released by
     /// the consumer when the envelope is handled or dead-lettered.
     void *ask_token;
-    /// When the envelope was allocated for sending (`CTroupe_monotonic_ns` with its low bit set,
-    /// so always odd), for one envelope in every sampling interval (see
-    /// `CTroupe_sampling_begin`); 0 for the others. Written by the allocator (which also uses it
-    /// while the envelope is on a free list), read by the consumer. Troupe's Swift side may
-    /// replace it, before the push, by the (even) address of a context annotation.
-    uint64_t sent_at;
+    /// One word, three meanings, told apart by who holds the envelope and by its low bit.
+    union {
+        /// Sent (odd or 0): the allocation time (`CTroupe_monotonic_ns` with its low bit set,
+        /// so always odd) of one envelope in every sampling interval (see
+        /// `CTroupe_sampling_begin`), 0 for the others. Written by the allocator, read by the
+        /// consumer.
+        uint64_t sent_at;
+        /// Sent (even, not 0): the address of a retained Swift context annotation, which
+        /// Troupe's Swift side writes in place of `sent_at` before the push (the annotation
+        /// keeps the sampled time). Read and released by the consumer.
+        uint64_t annotation;
+        /// Free, first envelope of a batch on the allocator's shared stack: the batch's length.
+        uint64_t batch_length;
+    } side;
 } CTroupe_envelope;
 
 enum {
@@ -111,8 +124,8 @@ CTroupe_mailbox *CTroupe_mailbox_init(void *storage, void *owner, bool tracks_de
 void *CTroupe_mailbox_owner(const CTroupe_mailbox *mailbox);
 
 /// Pushes an envelope. Any thread, wait-free.
-/// Adds one to the depth (when tracked) unless `reserved` (the caller already counted it with
-/// `CTroupe_mailbox_reserve`).
+/// Adds one to the depth (when tracked) unless `reserved`: a system envelope (never counted),
+/// or a user envelope the caller already counted with `CTroupe_mailbox_try_reserve`.
 /// Returns true when the caller won the right to schedule the owner (the mailbox was empty,
 /// and the owner was neither scheduled nor running): the caller must then put the mailbox on a
 /// run queue exactly once. Returns false otherwise: whoever holds the scheduling right will see
@@ -121,28 +134,27 @@ bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, 
 
 /// Pops up to `capacity` envelopes in FIFO order into `out`. The depth counts user envelopes
 /// only: system envelopes are pushed with `reserved` and not counted when popped. Consumer
-/// only: the thread that holds the scheduling right. Returns the count; fewer than `capacity`
+/// only: the thread that holds the scheduling right (checked in debug builds, with no other
+/// consumer inside the mailbox at the same time). Returns the count; fewer than `capacity`
 /// means the queue was empty at some moment during the call (it stops at the last node), 0
 /// means empty or that a producer is in the middle of linking its node. Either way the turn
 /// ends with `CTroupe_mailbox_finish_turn`, which looks again and keeps the right (or
 /// reschedules) when something came.
 size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity);
 
-/// Ends the consumer's turn. Consumer only.
+/// Ends the consumer's turn. Consumer only (checked in debug builds).
 /// Returns true when the mailbox is not empty and the caller keeps the scheduling right (it
 /// must put the mailbox on a run queue again); false when the right was released: the next
 /// push that finds the mailbox empty schedules it.
 bool CTroupe_mailbox_finish_turn(CTroupe_mailbox *mailbox);
 
-/// Takes the scheduling right if nobody holds it (used at spawn, to run the start hook).
+/// Takes the scheduling right if nobody holds it (used at spawn, to run the start hook). Any
+/// thread.
 bool CTroupe_mailbox_try_acquire(CTroupe_mailbox *mailbox);
 
 /// Messages pushed and not yet popped, or -1 when the mailbox does not track its depth.
 /// Approximate under concurrency (for metrics and load balancing). Any thread.
 int64_t CTroupe_mailbox_depth(const CTroupe_mailbox *mailbox);
-
-/// Adds `delta` to the depth and returns the value before. Any thread.
-int64_t CTroupe_mailbox_reserve(CTroupe_mailbox *mailbox, int64_t delta);
 
 /// Bounded mailboxes: counts one more user envelope if the depth is below `capacity` (a
 /// compare-and-swap loop, so the depth never exceeds it) and returns true; false when full.
@@ -195,13 +207,14 @@ typedef struct CTroupe_runqueue CTroupe_runqueue;
 CTroupe_runqueue *CTroupe_runqueue_create(void);
 void CTroupe_runqueue_destroy(CTroupe_runqueue *queue);
 
-/// Pushes a mailbox whose scheduling right the caller holds. Any thread.
+/// Pushes a mailbox whose scheduling right the caller holds (checked in debug builds). Any
+/// thread.
 void CTroupe_runqueue_push(CTroupe_runqueue *queue, CTroupe_mailbox *mailbox);
 
-/// Pops the oldest mailbox and returns its owner pointer, or returns NULL when the queue is
-/// empty or another thread is popping from it right now. Any thread; the popper takes over the
-/// scheduling right.
-void *CTroupe_runqueue_pop(CTroupe_runqueue *queue);
+/// Tries to pop the oldest mailbox: returns its owner pointer, or NULL when the queue is empty
+/// or another thread is popping from it right now (a try-pop: it never waits). Any thread; the
+/// popper takes over the scheduling right.
+void *CTroupe_runqueue_try_pop(CTroupe_runqueue *queue);
 
 /// Whether the queue is empty. Any thread.
 bool CTroupe_runqueue_is_empty(const CTroupe_runqueue *queue);

@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 // An HTTP service on Hummingbird whose handlers ask Troupe actors: a package of its own, so that
 // Troupe's users never resolve its dependencies. From the repository root:
 //   swift run --package-path Examples/ShopService -c release shop-service

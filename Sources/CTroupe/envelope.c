@@ -39,7 +39,7 @@ typedef struct {
 } local_cache;
 
 // A batch is a list of envelopes; the first envelope's `ask_token` links batches on the shared
-// stack and its `sent_at` field holds the batch's length.
+// stack and its `side.batch_length` holds the batch's length.
 static CTroupe_envelope *shared[CLASS_COUNT];
 static pthread_mutex_t shared_lock[CLASS_COUNT] = {
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
@@ -103,31 +103,31 @@ __attribute__((noinline)) static uint64_t sample_stamp(void) {
         return 0;
     }
     local.sample_countdown = (int32_t)interval;
-    // Odd: the word may also hold a context annotation's (even) address; see sent_at.
+    // Odd: the word may also hold a context annotation's (even) address; see `side`.
     return (uint64_t)CTroupe_monotonic_ns() | 1;
 }
 
 // The countdown ran out on this envelope: stamp it. Out of line and reached by a tail call, so
 // that the allocation's fast path saves no register.
 __attribute__((noinline)) static CTroupe_envelope *stamped(CTroupe_envelope *envelope) {
-    envelope->sent_at = sample_stamp();
+    envelope->side.sent_at = sample_stamp();
     return envelope;
 }
 
-// Every allocation writes `sent_at`: 0, or the send time of one envelope in `interval`. The
+// Every allocation writes `side.sent_at`: 0, or the send time of one envelope in `interval`. The
 // countdown is decremented in place and its new value tested (one instruction and a branch).
 static inline CTroupe_envelope *stamp(CTroupe_envelope *envelope) {
     int32_t left = local.sample_countdown - 1;
     local.sample_countdown = left;
     if (__builtin_expect(left > 0, 1)) {
-        envelope->sent_at = 0;
+        envelope->side.sent_at = 0;
         return envelope;
     }
     return stamped(envelope);
 }
 
 static void push_batch(unsigned cls, CTroupe_envelope *first, uint32_t count) {
-    first->sent_at = count;
+    first->side.batch_length = count;
     pthread_mutex_lock(&shared_lock[cls]);
     first->ask_token = shared[cls];
     shared[cls] = first;
@@ -216,7 +216,7 @@ __attribute__((noinline)) static CTroupe_envelope *alloc_slowly(size_t total, un
     pthread_mutex_unlock(&shared_lock[cls]);
     if (batch != NULL) {
         list->head = batch->link;
-        list->count = (uint32_t)batch->sent_at - 1;
+        list->count = (uint32_t)batch->side.batch_length - 1;
         batch->size_class = cls;
         return stamp(batch);
     }

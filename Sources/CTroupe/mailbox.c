@@ -27,6 +27,7 @@
 //   atomic head), so the scheduling protocol above is unchanged: an envelope is always either
 //   in the queue or in `held`.
 #include "CTroupe.h"
+#include "checks.h"
 #include "tsan.h"
 
 #include <stdalign.h>
@@ -45,7 +46,7 @@ struct CTroupe_mailbox {
     struct __cds_wfcq_head head;
     struct cds_wfcq_node runq_link;   // intrusive node: a scheduled mailbox sits on one run queue
     void *owner;                      // unretained Swift cell
-    _Atomic uint32_t scheduled;       // 1 while scheduled or running
+    _Atomic uint32_t scheduled;       // SCHEDULED while scheduled or running (see below)
     _Atomic uint32_t pop_lock;        // drop-oldest mailboxes: dequeue exclusion (see above)
     bool tracks_depth;                // immutable after creation
     bool drop_oldest;                 // immutable after creation
@@ -71,7 +72,8 @@ _Static_assert(CTroupe_envelope_payload_offset % 16 == 0, "payloads are 16-byte 
 // Troupe's inlinable turn (EnvelopeLayout in Envelope.swift) reads the header at these offsets.
 _Static_assert(offsetof(CTroupe_envelope, kind) == 8, "EnvelopeLayout.kindOffset");
 _Static_assert(offsetof(CTroupe_envelope, ask_token) == 16, "EnvelopeLayout.askTokenOffset");
-_Static_assert(offsetof(CTroupe_envelope, sent_at) == 24, "EnvelopeLayout.sentAtOffset");
+_Static_assert(offsetof(CTroupe_envelope, side) == 24, "EnvelopeLayout.sideWordOffset");
+_Static_assert(sizeof(((CTroupe_envelope *)0)->side) == 8, "the side word is one word");
 _Static_assert(CTroupe_envelope_payload_offset == 32, "EnvelopeLayout.payloadOffset");
 _Static_assert(CTroupe_envelope_kind_user == 0, "EnvelopeLayout.userKind");
 _Static_assert(offsetof(struct CTroupe_mailbox, tail) - offsetof(struct CTroupe_mailbox, head) == 64,
@@ -81,6 +83,27 @@ _Static_assert(sizeof(struct CTroupe_mailbox) == 80, "a mailbox is 80 bytes");
 _Static_assert(_Alignof(struct CTroupe_mailbox) <= 16, "a mailbox fits any 16-byte-aligned storage");
 
 _Static_assert(sizeof(struct CTroupe_mailbox) <= CTroupe_mailbox_storage_size, "mailbox storage too small");
+
+// `scheduled`'s values. SCHEDULED is the scheduling right. Debug builds also set CONSUMING
+// while the right's holder is inside pop_batch or finish_turn, so that a second thread
+// entering as consumer (two holders: a broken protocol) is caught at once. Producers only ever
+// compare the whole word with 0, which CONSUMING never turns into a different answer: it is set
+// only while SCHEDULED is.
+enum { SCHEDULED = 1, CONSUMING = 2 };
+
+#ifdef CTROUPE_DEBUG_CHECKS
+static void consumer_enter(CTroupe_mailbox *mailbox) {
+    uint32_t before = atomic_fetch_or_explicit(&mailbox->scheduled, CONSUMING, memory_order_relaxed);
+    CTROUPE_CHECK(before & SCHEDULED, "a mailbox is consumed only by the holder of its scheduling right");
+    CTROUPE_CHECK(!(before & CONSUMING), "one consumer at a time per mailbox");
+}
+static void consumer_leave(CTroupe_mailbox *mailbox) {
+    atomic_fetch_and_explicit(&mailbox->scheduled, ~(uint32_t)CONSUMING, memory_order_relaxed);
+}
+#else
+static inline void consumer_enter(CTroupe_mailbox *mailbox) { (void)mailbox; }
+static inline void consumer_leave(CTroupe_mailbox *mailbox) { (void)mailbox; }
+#endif
 
 CTroupe_mailbox *CTroupe_mailbox_init(void *storage, void *owner, bool tracks_depth, bool drop_oldest) {
     CTroupe_mailbox *mailbox = (CTroupe_mailbox *)storage;
@@ -190,7 +213,7 @@ bool CTroupe_mailbox_push(CTroupe_mailbox *mailbox, CTroupe_envelope *envelope, 
     // skips the locked instruction when the actor is already scheduled or running.
     if (atomic_load_explicit(&mailbox->scheduled, memory_order_relaxed) != 0) return false;
     uint32_t expected = 0;
-    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, 1,
+    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, SCHEDULED,
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
@@ -199,6 +222,8 @@ static inline void count_popped(CTroupe_mailbox *mailbox, size_t count) {
     atomic_store_explicit(&mailbox->popped, atomic_load_explicit(&mailbox->popped, memory_order_relaxed) + count,
                           memory_order_relaxed);
 }
+
+static size_t pop_unlocked(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity);
 
 static size_t pop_locked(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
     size_t count = 0;
@@ -222,7 +247,14 @@ static size_t pop_locked(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_
 }
 
 size_t CTroupe_mailbox_pop_batch(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
-    if (__builtin_expect(mailbox->drop_oldest, 0)) return pop_locked(mailbox, out, capacity);
+    consumer_enter(mailbox);
+    size_t count = __builtin_expect(mailbox->drop_oldest, 0) ? pop_locked(mailbox, out, capacity)
+                                                              : pop_unlocked(mailbox, out, capacity);
+    consumer_leave(mailbox);
+    return count;
+}
+
+static size_t pop_unlocked(CTroupe_mailbox *mailbox, CTroupe_envelope **out, size_t capacity) {
     size_t count = 0;
     int64_t user = 0;
     while (count < capacity) {
@@ -258,19 +290,22 @@ static bool content_is_empty(CTroupe_mailbox *mailbox) {
 }
 
 bool CTroupe_mailbox_finish_turn(CTroupe_mailbox *mailbox) {
-    if (!content_is_empty(mailbox)) return true;
+    consumer_enter(mailbox);
+    bool empty = content_is_empty(mailbox);
+    consumer_leave(mailbox);
+    if (!empty) return true;
     atomic_store_explicit(&mailbox->scheduled, 0, memory_order_release);
     atomic_thread_fence(memory_order_seq_cst);
     if (content_is_empty(mailbox)) return false;
     // A push landed between the check and the release; it or we schedule, exactly once.
     uint32_t expected = 0;
-    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, 1,
+    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, SCHEDULED,
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
 bool CTroupe_mailbox_try_acquire(CTroupe_mailbox *mailbox) {
     uint32_t expected = 0;
-    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, 1,
+    return atomic_compare_exchange_strong_explicit(&mailbox->scheduled, &expected, SCHEDULED,
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
@@ -278,10 +313,6 @@ int64_t CTroupe_mailbox_depth(const CTroupe_mailbox *mailbox) {
     if (!mailbox->tracks_depth) return -1;
     int64_t depth = atomic_load_explicit(&((CTroupe_mailbox *)mailbox)->depth, memory_order_relaxed);
     return depth < 0 ? 0 : depth;
-}
-
-int64_t CTroupe_mailbox_reserve(CTroupe_mailbox *mailbox, int64_t delta) {
-    return atomic_fetch_add_explicit(&mailbox->depth, delta, memory_order_relaxed);
 }
 
 bool CTroupe_mailbox_is_empty(const CTroupe_mailbox *mailbox) {
@@ -316,12 +347,14 @@ void CTroupe_runqueue_destroy(CTroupe_runqueue *queue) {
 }
 
 void CTroupe_runqueue_push(CTroupe_runqueue *queue, CTroupe_mailbox *mailbox) {
+    CTROUPE_CHECK(atomic_load_explicit(&mailbox->scheduled, memory_order_relaxed) & SCHEDULED,
+                  "only the holder of a mailbox's scheduling right puts it on a run queue");
     cds_wfcq_node_init(&mailbox->runq_link);
     CTROUPE_TSAN_RELEASE(mailbox);
     cds_wfcq_enqueue(&queue->head, &queue->tail, &mailbox->runq_link);
 }
 
-void *CTroupe_runqueue_pop(CTroupe_runqueue *queue) {
+void *CTroupe_runqueue_try_pop(CTroupe_runqueue *queue) {
     if (cds_wfcq_empty(&queue->head, &queue->tail)) return NULL;
     if (atomic_exchange_explicit(&queue->popping, 1, memory_order_acquire) != 0) return NULL;
     struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(&queue->head, &queue->tail);
@@ -329,6 +362,8 @@ void *CTroupe_runqueue_pop(CTroupe_runqueue *queue) {
     if (node == NULL || node == CDS_WFCQ_WOULDBLOCK) return NULL;
     CTroupe_mailbox *mailbox = caa_container_of(node, CTroupe_mailbox, runq_link);
     CTROUPE_TSAN_ACQUIRE(mailbox);
+    CTROUPE_CHECK(atomic_load_explicit(&mailbox->scheduled, memory_order_relaxed) & SCHEDULED,
+                  "a mailbox on a run queue holds its scheduling right");
     return mailbox->owner;
 }
 

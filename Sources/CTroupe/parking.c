@@ -30,6 +30,7 @@
 //   re-check: it finds the work, exactly as the sleeper a FUTEX_WAKE would have woken.
 //   A single waiter (timer thread, blocking ask) simply has its wake already coming.
 #include "CTroupe.h"
+#include "checks.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -67,6 +68,8 @@ CTroupe_eventcount *CTroupe_eventcount_create(void) {
 }
 
 void CTroupe_eventcount_destroy(CTroupe_eventcount *eventcount) {
+    CTROUPE_CHECK(sleepers_of(atomic_load_explicit(&eventcount->state, memory_order_relaxed)) == 0,
+                  "an event count is destroyed with no thread between prepare_wait and the end of its wait");
     free(eventcount);
 }
 
@@ -87,6 +90,8 @@ static void leave(CTroupe_eventcount *eventcount) {
     uint64_t state = atomic_load_explicit(&eventcount->state, memory_order_relaxed);
     uint64_t next;
     do {
+        CTROUPE_CHECK(sleepers_of(state) > 0, "cancel_wait and wait only after prepare_wait");
+        CTROUPE_CHECK(pending_of(state) <= sleepers_of(state), "never more pending wakes than sleepers");
         next = state - SLEEPER_ONE;
         if (pending_of(state) > 0) next -= PENDING_ONE;
     } while (!atomic_compare_exchange_weak_explicit(&eventcount->state, &state, next, memory_order_seq_cst,

@@ -168,6 +168,22 @@ public final class Supervisor: Sendable {
         return SupervisedActor(id: id, ref: ref)
     }
 
+    /// The typed subscript that code written before 0.1 used: the actor supervised under `id` if it
+    /// accepts the message type the context asks for, else `nil`. Kept, deprecated, so that code
+    /// written against it compiles; it is removed in 0.3.
+    ///
+    /// ```swift
+    /// let worker: ActorRef<Worker.Message>? = supervisor["worker"]   // before
+    /// let worker = supervisor["worker", as: Worker.Message.self]     // now
+    /// ```
+    @available(
+        *, deprecated,
+        message: "write supervisor[id, as: Message.self] (nil on a wrong type) or supervisor.ref(id:as:) (throws)"
+    )
+    public subscript<Message: Sendable>(id: String) -> ActorRef<Message>? {
+        self[id, as: Message.self]
+    }
+
     /// The actor supervised under `id` if it accepts `Message`, else `nil`
     /// (``ref(id:as:)`` throws instead, saying which type it is):
     /// `supervisor["worker", as: Worker.Message.self]?.tell(.work(1))`.

@@ -7,6 +7,26 @@ import TroupeTestSupport
 @Suite struct AccessAndLinkTests {
     // MARK: Access and errors
 
+    /// The typed subscript of 0.1 still compiles (deprecated) and still answers by type.
+    @available(*, deprecated, message: "exercises the deprecated typed subscript")
+    @Test func theDeprecatedTypedSubscriptStillWorks() async throws {
+        try await withTestSystem { system in
+            let supervisor = Supervisor(system: system, name: "root")
+            let worker = try supervisor.superviseWorker(id: "worker")
+            _ = try supervisor.supervisePool(id: "pool", size: 1) { _ in Worker(Journal()) }
+            let typed: ActorRef<Worker.Message>? = supervisor["worker"]
+            #expect(typed == worker)
+            let wrongType: ActorRef<Int>? = supervisor["worker"]
+            #expect(wrongType == nil, "a wrong message type reads as nil, as in 0.1")
+            let pool: ActorRef<Worker.Message>? = supervisor["pool"]
+            #expect(pool == nil, "a pool is not an actor")
+            let missing: ActorRef<Worker.Message>? = supervisor["missing"]
+            #expect(missing == nil)
+            // The untyped subscript is still the one chosen where no type is asked for.
+            #expect(supervisor["worker"]?.address == worker.address)
+        }
+    }
+
     @Test func childrenAreReachedByIdWithTheirType() async throws {
         try await withTestSystem { system in
             let supervisor = Supervisor(system: system, name: "root")

@@ -3,11 +3,11 @@
 /// handler counter. Runtime detail; do not create or use it.
 public struct _ActorTurn {
     @usableFromInline let cell: UnsafeMutableRawPointer
-    @usableFromInline let buffer: EnvelopeBuffer
+    @usableFromInline let buffer: UnsafeEnvelopeBuffer
     @usableFromInline let limit: Int
-    @usableFromInline let progress: TurnProgress
+    @usableFromInline let progress: UnsafeTurnProgress
 
-    init(cell: AnyCell, buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) {
+    init(cell: AnyCell, buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress) {
         self.cell = Unmanaged.passUnretained(cell).toOpaque()
         self.buffer = buffer
         self.limit = limit

@@ -18,7 +18,7 @@ extension ActorCell {
     /// scheduling right (more is pending) and must run or queue the cell again. Returning
     /// false while suspended also keeps the right: the restart timer reschedules the cell.
     @inlinable
-    final func turn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
+    final func turn(buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress) -> Bool {
         // Debug builds only (`assert` drops its argument otherwise, without a warning).
         assert(markTurnThread(entering: true))
         defer { assert(markTurnThread(entering: false)) }
@@ -51,7 +51,7 @@ extension ActorCell {
     }
 
     /// One popped envelope. The common case, a user message while no lifecycle bit is set, is
-    /// handled here; the rest by ``handleSlowly(_:)``. An envelope whose `sent_at` word is not 0
+    /// handled here; the rest by ``handleSlowly(_:)``. An envelope whose side word is not 0
     /// (sampled, or carrying a context) goes through ``handleAnnotated(_:)``, tested before
     /// anything else is read, so that no value lives across the common path's calls.
     @inlinable @inline(__always)
@@ -60,7 +60,7 @@ extension ActorCell {
             handleSlowly(envelope)
             return
         }
-        if _slowPath(EnvelopeLayout.sentAt(envelope) != 0) {
+        if _slowPath(EnvelopeLayout.sideWord(envelope) != 0) {
             handleAnnotated(envelope)
             return
         }
@@ -70,17 +70,17 @@ extension ActorCell {
         deliver(message, token: token)
     }
 
-    /// A user envelope whose `sent_at` word is set: an odd word is a sampled send time (the
+    /// A user envelope whose side word is set (``EnvelopeLayout/sideWord(_:)``): an odd word is a sampled send time (the
     /// time in the mailbox and the handler's duration go to the histograms); an even one is a
     /// carried context (``MessageAnnotation``), current while the handler runs. Out of line,
     /// so that the common path stays small.
     @inlinable @inline(never)
     final func handleAnnotated(_ envelope: UnsafeMutableRawPointer) {
-        let word = EnvelopeLayout.sentAt(envelope)
+        let word = EnvelopeLayout.sideWord(envelope)
         let token = EnvelopeLayout.askToken(envelope)
         let message = EnvelopeLayout.payload(envelope).assumingMemoryBound(to: Message.self).move()
         Envelope.free(envelope)
-        if word & 1 != 0 {
+        if EnvelopeLayout.isSendTime(word) {
             deliverTimed(message, token: token, sentAt: word)
         } else {
             withCarriedContext(word, messageType: Message.self, isAsk: token != nil) { sentAt in
@@ -143,7 +143,7 @@ extension ActorCell {
     /// A delayed restart began in the middle of a batch: the envelopes after it wait for the
     /// fresh instance, in order.
     @usableFromInline
-    final func holdForResumption(_ buffer: EnvelopeBuffer, from start: Int, to end: Int) {
+    final func holdForResumption(_ buffer: UnsafeEnvelopeBuffer, from start: Int, to end: Int) {
         for index in start..<end {
             extras!.held.append(buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self))
         }

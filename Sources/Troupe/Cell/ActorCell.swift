@@ -99,7 +99,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     /// Runs the turn compiled for `Definition` (``ActorDefinition/_turn(_:)``, specialised in the
     /// module that declares the definition; generic for the runtime's own definitions).
-    override func runTurn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
+    override func runTurn(buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress) -> Bool {
         Definition._turn(_ActorTurn(cell: self, buffer: buffer, limit: limit, progress: progress))
     }
 
@@ -168,7 +168,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
                 return
             }
         }
-        if _slowPath(EnvelopeLayout.sentAt(raw) != 0) {
+        if _slowPath(EnvelopeLayout.sideWord(raw) != 0) {
             handleAnnotated(raw)
             return
         }

@@ -4,6 +4,9 @@
 import Synchronization
 internal import CTroupe
 
+/// 80 bytes (`CTroupe_mailbox_storage_size`) of word-aligned storage.
+typealias MailboxStorage = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
 /// The runtime side of an actor: mailbox, lifecycle and identity. The mailbox belongs to the
 /// cell, not to the actor instance, so an instance can be replaced (restart) without losing
 /// pending messages.
@@ -11,15 +14,13 @@ internal import CTroupe
 /// Thread-safety: the `stopped` bit of `lifecycle` is set only by the thread holding the
 /// mailbox's scheduling right and read by senders; the `restartRequested` bit is set by any
 /// thread and cleared by the right's holder; the `abandoned` bit is set by a shutdown whose
-/// deadline passed and read by the right's holder. `instanceOffset` is written once, by the
-/// initialiser, before the cell is shared. `extras`, `flags` and the subclass's instance are
+/// deadline passed and read by the right's holder; the `jobLane` bit is set once, by a job
+/// lane's initialiser. `mailboxAddress` is written once, by the initialiser, before the cell is
+/// shared; `instanceAddress` by the initialiser and then only by the right's holder. `extras`, `flags` and the subclass's instance are
 /// touched only by the right's holder (see ``CellExtras`` for the one exception);
 /// `liveNext`/`livePrevious` only under the system's `liveActors` lock. The mailbox's
 /// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
 /// worker to the next with a happens-before edge.
-/// 80 bytes (`CTroupe_mailbox_storage_size`) of word-aligned storage.
-typealias MailboxStorage = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
-
 @usableFromInline
 class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// The C mailbox, which lives in `mailboxStorage` (set once, by the initialiser; an atomic
@@ -70,7 +71,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// which then retains it for the rest of the turn: `Worker.retainIfRunningUnretained`), so
     /// the cell outlives every entry placed before that turn. A stopped cell, scheduled to
     /// dead-letter late messages, has no such holder: its entries carry a retain. Neither has a
-    /// cell that was never on the list (the `unlisted` bit: a Swift executor's job lane, held
+    /// cell that was never on the list (the `jobLane` bit: a Swift executor's job lane, held
     /// by its executor): its entries always carry one.
     @exclusivity(unchecked) final var entryRetained = false
     /// Failures and restarts so far: written by the holder of the scheduling right, read by
@@ -151,7 +152,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     @inline(__always)
     final func makeEntry() -> Unmanaged<AnyCell> {
         let bits = Lifecycle(rawValue: lifecycle.load(ordering: .acquiring))
-        if _slowPath(!bits.isDisjoint(with: [.stopped, .unlisted])) {
+        if _slowPath(!bits.isDisjoint(with: [.stopped, .jobLane])) {
             entryRetained = true
             return Unmanaged.passRetained(self)
         }
@@ -170,8 +171,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         }
     }
     var isStopped: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.stopped) }
-    /// Whether this cell is a Swift executor's job lane (the `unlisted` bit).
-    var isJobLane: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.unlisted) }
+    /// Whether this cell is a Swift executor's job lane (the `jobLane` bit).
+    var isJobLane: Bool { Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).contains(.jobLane) }
     var isStoppedOrAbandoned: Bool {
         !Lifecycle(rawValue: lifecycle.load(ordering: .acquiring)).isDisjoint(with: [.stopped, .abandoned])
     }
@@ -186,8 +187,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// scheduling right (more is pending) and must run or queue the cell again. Returning
     /// false while suspended also keeps the right: the restart timer reschedules the cell.
     /// Called only by the holder of the scheduling right, with its thread's handler counter
-    /// (``TurnProgress``).
-    func runTurn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
+    /// (``UnsafeTurnProgress``).
+    func runTurn(buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress) -> Bool {
         fatalError("subclass")
     }
 
@@ -196,7 +197,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Pops up to `capacity` envelopes into `buffer` (one at a time from a bounded mailbox, so
     /// that none wait in a popped batch beyond its capacity); see `CTroupe_mailbox_pop_batch`.
     @usableFromInline
-    final func popEnvelopes(into buffer: EnvelopeBuffer, capacity: Int) -> Int {
+    final func popEnvelopes(into buffer: UnsafeEnvelopeBuffer, capacity: Int) -> Int {
         buffer.withMemoryRebound(to: UnsafeMutablePointer<CTroupe_envelope>?.self, capacity: capacity) {
             CTroupe_mailbox_pop_batch(mailbox, $0, mailboxMode == .unbounded ? capacity : 1)
         }

@@ -14,9 +14,10 @@ struct Lifecycle: OptionSet {
     /// Set by a shutdown whose deadline passed while this actor was alive: it handles no
     /// further user message (each is dead-lettered with `.systemShutdown`).
     static let abandoned = Lifecycle(rawValue: 4)
-    /// Set once, by the initialiser of a cell that the live-actor list does not hold (a job
-    /// lane of a Swift executor): its run-queue entries always carry a retain.
-    static let unlisted = Lifecycle(rawValue: 8)
+    /// Set once, by the initialiser of a Swift executor's job lane: a cell that runs jobs, not
+    /// messages, and that the live-actor list does not hold, so its run-queue entries always
+    /// carry a retain.
+    static let jobLane = Lifecycle(rawValue: 8)
 }
 
 /// A cell's own state, touched only by the holder of the scheduling right. Usable from

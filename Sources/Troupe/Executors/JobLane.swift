@@ -45,7 +45,7 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
 
     init(system: ActorSystem) {
         super.init(system: system, config: nil)
-        lifecycle.store(Lifecycle.unlisted.rawValue, ordering: .releasing)
+        lifecycle.store(Lifecycle.jobLane.rawValue, ordering: .releasing)
     }
 
     /// Completes the lane; called once by its executor's initialiser.
@@ -65,7 +65,7 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
         CTroupe_current_job_lane() == Unmanaged.passUnretained(self).toOpaque()
     }
 
-    override func runTurn(buffer: EnvelopeBuffer, limit: Int, progress: TurnProgress) -> Bool {
+    override func runTurn(buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress) -> Bool {
         guard let executor else { preconditionFailure("a job lane runs before its executor is set") }
         if _slowPath(system.schedulerHasTerminated) { warnOnceAfterTermination() }
         let me = Unmanaged.passUnretained(self).toOpaque()

@@ -15,12 +15,12 @@ extension ActorSystem {
         let shared = scheduler.sharedWorkers
         let reads = shared.map { worker in
             worker._withUnsafeGuaranteedRef {
-                ($0.currentCell.load(ordering: .relaxed), $0.progress.pointee.load(ordering: .relaxed))
+                ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
             }
         }
         let dedicated = scheduler.dedicatedWorkers
         let dedicatedReads = dedicated.map {
-            ($0.currentCell.load(ordering: .relaxed), $0.progress.pointee.load(ordering: .relaxed))
+            ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
         }
         let running = Set(reads.map(\.0) + dedicatedReads.map(\.0)).subtracting([0])
         // Strong references from here on: the cells named below cannot go while they are read.

@@ -32,7 +32,7 @@ extension AnyCell {
             handlerDuration: .nanoseconds(Int64(clamping: ran)))
     }
 
-    /// Runs `body` with the context an envelope carried (its `sent_at` word, an annotation's
+    /// Runs `body` with the context an envelope carried (its side word, an annotation's
     /// address) current, through the system's ``MessageContextPropagation``; `body` gets the
     /// envelope's sampled send time (0 when not sampled). Takes the annotation's retain. The
     /// holder of the scheduling right.

@@ -4,7 +4,7 @@ internal import CTroupe
 
 /// Finds handlers that run too long: a timer entry that, every quarter of the threshold, reads
 /// each shared worker's current cell and handler counter (``Worker/currentCell``,
-/// ``TurnProgress``). The same cell with the same count as at an earlier look means one handler
+/// ``UnsafeTurnProgress``). The same cell with the same count as at an earlier look means one handler
 /// has run at least since that look; past the threshold it is reported (hooks, a log warning,
 /// ``count``), and reported again once the worker has moved on.
 ///
@@ -78,7 +78,7 @@ final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the 
         observations.withLock { all in
             for index in all.indices {
                 let (cell, progress) = workers[index]._withUnsafeGuaranteedRef {
-                    ($0.currentCell.load(ordering: .relaxed), $0.progress.pointee.load(ordering: .relaxed))
+                    ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
                 }
                 var seen = all[index]
                 if cell != 0 && cell == seen.cell && progress == seen.progress {
@@ -109,7 +109,7 @@ final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the 
             // Still the same handler? (It may have ended while the cell was looked up.)
             let confirmed = observations.withLock { all in
                 let (cell, progress) = workers[suspect.worker]._withUnsafeGuaranteedRef {
-                    ($0.currentCell.load(ordering: .relaxed), $0.progress.pointee.load(ordering: .relaxed))
+                    ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
                 }
                 guard cell == suspect.cell, progress == suspect.progress, all[suspect.worker].cell == cell,
                     all[suspect.worker].progress == progress

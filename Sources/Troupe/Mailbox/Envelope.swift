@@ -1,6 +1,11 @@
 internal import CTroupe
 
-/// The one type in Troupe that touches raw envelope memory.
+/// An owned envelope: the typed handle the send paths and the slow turn use.
+///
+/// Raw envelope memory is touched in three places only: this type (allocation, payload,
+/// header fields through the C type), ``EnvelopeLayout`` (the same header read at fixed offsets by
+/// the inlinable turn, which cannot see the C module) and ``MessageAnnotation`` (the header's
+/// side word, written before the push).
 ///
 /// An envelope is a C header (`CTroupe_envelope`) followed by a Swift payload. Ownership moves
 /// with the pointer: the sender initialises the payload and pushes; the consumer moves the
@@ -59,16 +64,17 @@ struct Envelope {
 /// A worker's buffer of popped envelopes (`CTroupe_envelope *` in C), typed without the C
 /// module so that the inlinable turn can read it.
 @usableFromInline
-typealias EnvelopeBuffer = UnsafeMutablePointer<UnsafeMutableRawPointer?>
+typealias UnsafeEnvelopeBuffer = UnsafeMutablePointer<UnsafeMutableRawPointer?>
 
 /// The envelope header as the inlinable turn reads it: it is compiled into the user's module,
 /// which cannot see the C module, so it uses these offsets. `mailbox.c` asserts the same
-/// numbers against `CTroupe_envelope` at compile time, and `EnvelopeLayoutTests` checks them.
+/// numbers against `CTroupe_envelope` at compile time, and `EnvelopeTests` checks them from
+/// Swift.
 @usableFromInline
 enum EnvelopeLayout {
     @inlinable static var kindOffset: Int { 8 }
     @inlinable static var askTokenOffset: Int { 16 }
-    @inlinable static var sentAtOffset: Int { 24 }
+    @inlinable static var sideWordOffset: Int { 24 }
     @inlinable static var payloadOffset: Int { 32 }
     @inlinable static var userKind: UInt32 { 0 }
 
@@ -82,11 +88,18 @@ enum EnvelopeLayout {
         envelope.load(fromByteOffset: askTokenOffset, as: UnsafeMutableRawPointer?.self).map(AskToken.init(raw:))
     }
 
-    /// The send time of a sampled envelope, 0 for the others (`CTroupe_envelope.sent_at`).
+    /// The header's side word (`CTroupe_envelope.side`): 0 for most envelopes; odd, a sampled
+    /// envelope's send time (`side.sent_at`); even and not 0, the address of a carried context's
+    /// ``MessageAnnotation`` (`side.annotation`). The turn tests it against 0 first, so the common
+    /// case costs one load and a branch.
     @inlinable @inline(__always)
-    static func sentAt(_ envelope: UnsafeMutableRawPointer) -> UInt64 {
-        envelope.load(fromByteOffset: sentAtOffset, as: UInt64.self)
+    static func sideWord(_ envelope: UnsafeMutableRawPointer) -> UInt64 {
+        envelope.load(fromByteOffset: sideWordOffset, as: UInt64.self)
     }
+
+    /// Whether a non-zero side word is a send time (odd) rather than an annotation (even).
+    @inlinable @inline(__always)
+    static func isSendTime(_ sideWord: UInt64) -> Bool { sideWord & 1 != 0 }
 
     @inlinable @inline(__always)
     static func payload(_ envelope: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {

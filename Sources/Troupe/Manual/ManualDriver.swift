@@ -30,8 +30,8 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
     /// The system, unretained: it holds the driver (through its configuration and its own
     /// property), so the driver never outlives it in use. Set once by the system's initialiser.
     private var systemReference: Unmanaged<ActorSystem>?
-    private let buffer = EnvelopeBuffer.allocate(capacity: 1)
-    private let progress = TurnProgress.makeProgressCounter()
+    private let buffer = UnsafeEnvelopeBuffer.allocate(capacity: 1)
+    private let progress = UnsafeTurnProgress.allocate()
 
     struct State {
         /// Runnable cells, in the order they became runnable; each entry carries its scheduling
@@ -53,7 +53,7 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
 
     deinit {
         buffer.deallocate()
-        progress.releaseProgressCounter()
+        progress.deallocate()
         let pending = state.withLock { $0.pending }
         for entry in pending where entry.takeUnretainedValue().entryRetained { entry.release() }
     }
@@ -78,7 +78,7 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
     private func collect() {
         let queue = system.scheduler.sharedWorkers[0]._withUnsafeGuaranteedRef { $0.runQueue }
         state.withLock { state in
-            while let entry = Worker.pop(queue) { state.pending.append(entry) }
+            while let entry = Worker.tryPop(queue) { state.pending.append(entry) }
         }
     }
 

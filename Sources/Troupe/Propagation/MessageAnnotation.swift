@@ -3,9 +3,10 @@ internal import CTroupe
 /// What an envelope carries beside its payload when the system propagates a context: the
 /// context, and the send time when the envelope was also sampled.
 ///
-/// It travels in the envelope header's `sent_at` word, which holds either 0 (nothing), an odd
-/// value (a sampled envelope's send time; the allocator sets the low bit), or, as here, the
-/// even address of a retained `MessageAnnotation`. Whoever takes the envelope's payload takes
+/// It travels in the envelope header's side word (`CTroupe_envelope.side`), which holds either 0
+/// (nothing), an odd value (`side.sent_at`: a sampled envelope's send time; the allocator sets
+/// the low bit), or, as here, the even address of a retained `MessageAnnotation`
+/// (`side.annotation`). Whoever takes the envelope's payload takes
 /// the annotation with it (``Envelope/take(as:)``, the turn's annotated path), exactly once.
 final class MessageAnnotation: Sendable {
     let context: any Sendable
@@ -17,11 +18,11 @@ final class MessageAnnotation: Sendable {
         self.sentAt = sentAt
     }
 
-    /// Whether an envelope's `sent_at` word is an annotation's address.
+    /// Whether an envelope's side word is an annotation's address.
     @inline(__always)
     static func isAnnotation(_ word: UInt64) -> Bool { word != 0 && word & 1 == 0 }
 
-    /// Takes the annotation out of a `sent_at` word (its retain passes to the caller).
+    /// Takes the annotation out of a side word (its retain passes to the caller).
     static func take(_ word: UInt64) -> MessageAnnotation {
         Unmanaged<MessageAnnotation>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(word))!).takeRetainedValue()
     }
@@ -31,17 +32,17 @@ extension Envelope {
     /// Attaches `context` (with the envelope's send time, if it was sampled). Before the push,
     /// by the sender, who owns the envelope.
     func annotate(with context: any Sendable) {
-        let word = raw.pointee.sent_at
-        let annotation = MessageAnnotation(context: context, sentAt: word & 1 != 0 ? word : 0)
-        raw.pointee.sent_at = UInt64(UInt(bitPattern: Unmanaged.passRetained(annotation).toOpaque()))
+        let sentAt = raw.pointee.side.sent_at
+        let annotation = MessageAnnotation(context: context, sentAt: EnvelopeLayout.isSendTime(sentAt) ? sentAt : 0)
+        raw.pointee.side.annotation = UInt64(UInt(bitPattern: Unmanaged.passRetained(annotation).toOpaque()))
     }
 
     /// Releases the annotation, if any, of an envelope whose payload is being taken without a
     /// handler (a dead letter, a system message, a job).
     func dropAnnotation() {
-        let word = raw.pointee.sent_at
+        let word = raw.pointee.side.annotation
         guard MessageAnnotation.isAnnotation(word) else { return }
-        raw.pointee.sent_at = 0
+        raw.pointee.side.annotation = 0
         _ = MessageAnnotation.take(word)
     }
 }

@@ -33,9 +33,9 @@ final class InlineTurns {
     @exclusivity(unchecked) private var room = 0
     /// Whether this thread runs a captured cell's turn right now.
     @exclusivity(unchecked) private(set) var runningTurn = false
-    @exclusivity(unchecked) private var buffer: EnvelopeBuffer
+    @exclusivity(unchecked) private var buffer: UnsafeEnvelopeBuffer
     @exclusivity(unchecked) private var bufferCapacity: Int
-    private let progress = TurnProgress.makeProgressCounter()
+    private let progress = UnsafeTurnProgress.allocate()
 
     private init() {
         bufferCapacity = 64
@@ -45,7 +45,7 @@ final class InlineTurns {
 
     deinit {
         buffer.deallocate()
-        progress.releaseProgressCounter()
+        progress.deallocate()
     }
 
     /// The calling thread's object (made on its first scope, released when the thread exits).

@@ -42,14 +42,14 @@ final class LateRunner: @unchecked Sendable {  // the queue is thread-safe; `run
     }
 
     private func run() {
-        let buffer = EnvelopeBuffer.allocate(capacity: batchSize)
-        let progress = TurnProgress.makeProgressCounter()
+        let buffer = UnsafeEnvelopeBuffer.allocate(capacity: batchSize)
+        let progress = UnsafeTurnProgress.allocate()
         defer {
             buffer.deallocate()
-            progress.releaseProgressCounter()
+            progress.deallocate()
         }
         while true {
-            if let entry = Worker.pop(queue) {
+            if let entry = Worker.tryPop(queue) {
                 // A strong reference for the turns; the entry's own retain goes now, while this
                 // thread holds the scheduling right (once the last turn gives the right up,
                 // another thread may place the cell again and rewrite `entryRetained`).

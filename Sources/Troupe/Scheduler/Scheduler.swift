@@ -18,8 +18,9 @@ internal import CTroupe
 final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; `dedicated` is locked
     let batchSize: Int
     let idle = EventCount()
-    private let stopping = Atomic<Bool>(false)
-    private let terminated = Atomic<Bool>(false)
+    /// Where the scheduler is in its life; moved by the system's thread that starts it and the
+    /// one that shuts it down, read by workers (to exit) and by whoever schedules (to sweep).
+    private let lifecycle = AtomicLifecycle<SchedulerState>(.created)
     private let dedicated = Locked<[Worker]>([])
     private let name: String
     /// Runs job lanes scheduled after termination.
@@ -86,6 +87,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     }
 
     deinit {
+        let state = lifecycle.load()
+        assert(state == .created || state == .terminated, "a scheduler is released \(state): its threads still run")
         runQueues.deallocate()
         sharedWorkers.deallocate()
         spinning.deinitialize(count: 1)
@@ -97,6 +100,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
 
     /// Starts the threads; called once by the system.
     func start() {
+        lifecycle.advance(to: .running)
         for worker in shared { worker.start(name: "\(name)-w\(worker.index)") }
     }
 
@@ -104,9 +108,9 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// The shared workers.
     var shared: [Worker] { workersStorage }
 
-    var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+    var isStopping: Bool { lifecycle.hasReached(.stopping) }
     /// Whether the workers have ended: from then on cells run on the thread that schedules them.
-    var hasTerminated: Bool { terminated.load(ordering: .sequentiallyConsistent) }
+    var hasTerminated: Bool { lifecycle.is(.terminated) }
 
     /// The index of the calling thread's shared worker, when it is one of this scheduler's.
     func currentSharedWorkerIndex() -> Int? {
@@ -124,8 +128,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             // A dedicated thread ends when its actor stops; late messages to the stopped actor
             // are then dead-lettered here, on the sender's thread.
             if _slowPath(
-                dedicated.exitRequested.load(ordering: .sequentiallyConsistent)
-                    || terminated.load(ordering: .sequentiallyConsistent))
+                dedicated.hasExitRequest || lifecycle.is(.terminated))
             {
                 drain(dedicated.runQueue)
             }
@@ -152,7 +155,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             case .handedOff: return
             case .elsewhere: break
             }
-        } else if let raw = CTroupe_current_inline_turns(), !terminated.load(ordering: .relaxed) {
+        } else if let raw = CTroupe_current_inline_turns(), !lifecycle.isRelaxed(.terminated) {
             // A thread outside the workers with an inline-turns scope open: the cell runs its
             // turn there when the scope's body returns (see `InlineTurns`).
             let captured = Unmanaged<InlineTurns>.fromOpaque(raw)._withUnsafeGuaranteedRef {
@@ -166,7 +169,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
                     % UInt(runQueues.count))]
         Worker.queue(entry, on: queue)
         notifyIdle()
-        if _slowPath(terminated.load(ordering: .sequentiallyConsistent)) { sweep() }
+        if _slowPath(lifecycle.is(.terminated)) { sweep() }
     }
 
     /// Where `schedule` put a cell, on a worker thread.
@@ -186,7 +189,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         let count = runQueues.count
         guard count > 1 else { return nil }
         for offset in 1..<count {
-            if let cell = Worker.pop(runQueues[(thief.index + offset) % count]) { return cell }
+            if let cell = Worker.tryPop(runQueues[(thief.index + offset) % count]) { return cell }
         }
         return nil
     }
@@ -259,7 +262,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             // Read each flag once: a worker that exits meanwhile stays listed and is joined later.
             var done: [Worker] = []
             workers.removeAll { candidate in
-                let exited = candidate.exited.load(ordering: .acquiring)
+                let exited = candidate.hasExited
                 if exited { done.append(candidate) }
                 return exited
             }
@@ -273,7 +276,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
 
     /// The dedicated threads that have not exited.
     var dedicatedWorkers: [Worker] {
-        dedicated.withLock { workers in workers.filter { !$0.exited.load(ordering: .acquiring) } }
+        dedicated.withLock { workers in workers.filter { !$0.hasExited } }
     }
 
     /// Ends and joins a dedicated worker whose actor never started (spawn raced shutdown).
@@ -292,7 +295,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// thread, then marks the scheduler terminated: from then on whoever schedules a cell
     /// drains it on its own thread (`sweep`). Not on a worker thread.
     func stopAndJoin() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
+        lifecycle.advance(to: .stopping)
         idle.notify(all: true)
         for worker in shared { worker.join() }
         let remaining = dedicated.withLock { workers in
@@ -304,7 +307,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             worker.requestExit()
             worker.join()
         }
-        terminated.store(true, ordering: .sequentiallyConsistent)
+        lifecycle.advance(to: .terminated)
         sweep()
     }
 
@@ -315,13 +318,13 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     }
 
     private func drain(_ queue: OpaquePointer) {
-        let buffer = EnvelopeBuffer.allocate(capacity: batchSize)
-        let progress = TurnProgress.makeProgressCounter()
+        let buffer = UnsafeEnvelopeBuffer.allocate(capacity: batchSize)
+        let progress = UnsafeTurnProgress.allocate()
         defer {
             buffer.deallocate()
-            progress.releaseProgressCounter()
+            progress.deallocate()
         }
-        while let entry = Worker.pop(queue) {
+        while let entry = Worker.tryPop(queue) {
             // A strong reference for the whole drain; the entry's own retain, if any, goes.
             let cell = entry.takeUnretainedValue()
             if cell.isJobLane {
@@ -331,6 +334,26 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             }
             if cell.entryRetained { entry.release() }
             while cell.runTurn(buffer: buffer, limit: batchSize, progress: progress) {}
+        }
+    }
+}
+
+/// A scheduler's life, in order (``AtomicLifecycle`` checks the moves in debug builds).
+enum SchedulerState: UInt8, LifecycleState {
+    /// Made; no thread yet.
+    case created
+    /// The shared workers run.
+    case running
+    /// Shutdown: workers exit once every queue is empty.
+    case stopping
+    /// Every thread joined: whoever schedules a cell from now on drains it on its own thread.
+    case terminated
+
+    static func allows(from current: Self, to next: Self) -> Bool {
+        switch (current, next) {
+        // A manually driven system (TroupeTesting) never starts its workers: created -> stopping.
+        case (.created, .running), (.created, .stopping), (.running, .stopping), (.stopping, .terminated): true
+        default: false
         }
     }
 }

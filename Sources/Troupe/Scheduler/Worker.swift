@@ -40,10 +40,10 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     var unretainedTurnCell: UnsafeMutableRawPointer?
     /// What this worker, as a thief, last saw in every other shared worker's slot.
     var strandWatch: [StrandObservation] = []
-    let batchBuffer: EnvelopeBuffer
-    /// Handlers this worker has started (see ``TurnProgress``): written by its thread, read by
+    let batchBuffer: UnsafeEnvelopeBuffer
+    /// Handlers this worker has started (see ``UnsafeTurnProgress``): written by its thread, read by
     /// the stuck-handler watchdog and snapshots.
-    let progress = TurnProgress.makeProgressCounter()
+    let progress = UnsafeTurnProgress.allocate()
     /// The address of the cell whose turns this worker runs now (0: none), published by the
     /// worker's thread (relaxed stores): set as each `runCell` begins, cleared only when the
     /// worker finds no next cell (one store per turn, not two), so between two turns it still
@@ -68,8 +68,9 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// Turns this worker's thread ran in place for an ask (written by that thread with relaxed
     /// loads and stores, no read-modify-write; read by tests and the bench).
     let handOffTurns = Atomic<UInt>(0)
-    let exitRequested = Atomic<Bool>(false)
-    let exited = Atomic<Bool>(false)
+    /// Where the worker is in its life: started by its owner, asked to exit by any thread
+    /// (dedicated workers), marked exited by its own thread as its last act.
+    private let lifecycle = AtomicLifecycle<WorkerState>(.created)
     var thread: pthread_t?
 
     /// Consecutive slot runs before the run queue gets a turn (fairness).
@@ -104,12 +105,15 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     }
 
     deinit {
+        let state = lifecycle.load()
+        assert(state == .created || state == .exited, "a worker is released \(state): its thread still runs")
         CTroupe_runqueue_destroy(runQueue)
         batchBuffer.deallocate()
-        progress.releaseProgressCounter()
+        progress.deallocate()
     }
 
     func start(name: String) {
+        lifecycle.advance(to: .running)
         thread = Threads.start(name: name) { [self] in run() }
     }
 
@@ -143,9 +147,16 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
 
     /// Dedicated workers: finish once the queue is empty. Any thread.
     func requestExit() {
-        exitRequested.store(true, ordering: .sequentiallyConsistent)
+        // Only a running worker moves: a second request, or one after the exit, changes nothing.
+        _ = lifecycle.advance(from: .running, to: .exitRequested)
         wakeup.notify(all: true)
     }
+
+    /// Whether a dedicated worker was asked to exit (or has exited). Any thread.
+    var hasExitRequest: Bool { lifecycle.hasReached(.exitRequested) }
+
+    /// Whether the worker's thread has finished. Any thread.
+    var hasExited: Bool { lifecycle.is(.exited) }
 
     // MARK: Worker thread only
 
@@ -203,13 +214,13 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
             polled = isShared
         }
         CTroupe_set_current_worker(nil)
-        exited.store(true, ordering: .releasing)
+        lifecycle.advance(to: .exited)
     }
 
     private func shouldExit() -> Bool {
         guard isSlotEmpty, CTroupe_runqueue_is_empty(runQueue) else { return false }
         if isShared { return withScheduler { $0.isStopping && $0.allQueuesEmpty() } }
-        return exitRequested.load(ordering: .sequentiallyConsistent)
+        return lifecycle.is(.exitRequested)
     }
 
     private func nextCell() -> Unmanaged<AnyCell>? {
@@ -222,14 +233,15 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
             Worker.queue(entry, on: runQueue)
         }
         slotStreak = 0
-        if let cell = Worker.pop(runQueue) { return cell }
+        if let cell = Worker.tryPop(runQueue) { return cell }
         guard isShared else { return nil }
         return withScheduler { $0.steal(for: self) }
     }
 
-    /// Takes the oldest entry of a run queue, and with it the cell's scheduling right.
-    static func pop(_ queue: OpaquePointer) -> Unmanaged<AnyCell>? {
-        guard let owner = CTroupe_runqueue_pop(queue) else { return nil }
+    /// Takes the oldest entry of a run queue, and with it the cell's scheduling right; nil when the
+    /// queue is empty or another thread is popping it (a try-pop: see `CTroupe_runqueue_try_pop`).
+    static func tryPop(_ queue: OpaquePointer) -> Unmanaged<AnyCell>? {
+        guard let owner = CTroupe_runqueue_try_pop(queue) else { return nil }
         return Unmanaged<AnyCell>.fromOpaque(owner)
     }
 
@@ -303,5 +315,26 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
             return false
         }
         if releasesEntry { entry.release() }
+    }
+}
+
+/// A worker's life, in order (``AtomicLifecycle`` checks the moves in debug builds). Shared
+/// workers go from running to exited on their own, when the scheduler stops; dedicated workers
+/// exit once asked.
+enum WorkerState: UInt8, LifecycleState {
+    /// Made; no thread yet.
+    case created
+    /// Its thread runs turns.
+    case running
+    /// A dedicated worker was asked to finish once its queue is empty.
+    case exitRequested
+    /// Its thread has returned (it can be joined).
+    case exited
+
+    static func allows(from current: Self, to next: Self) -> Bool {
+        switch (current, next) {
+        case (.created, .running), (.running, .exitRequested), (.running, .exited), (.exitRequested, .exited): true
+        default: false
+        }
     }
 }

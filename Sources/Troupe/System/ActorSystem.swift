@@ -103,8 +103,8 @@ public final class ActorSystem: Sendable {
     /// Actors paused by a delayed restart, so that shutdown can cut the pause short.
     private let suspended = Locked<(accepting: Bool, entries: [ObjectIdentifier: ResumeEntry])>((true, [:]))
     private let actorIDs = Atomic<UInt64>(0)
-    /// The system's ``Phase`` (its raw value): written by the shutting-down thread, read by senders.
-    private let phase = Atomic<Int>(Phase.running.rawValue)
+    /// The system's ``Phase``: moved by the shutting-down thread, read by senders.
+    private let phase = AtomicLifecycle<Phase>(.running)
     /// Whether a user message may take the fast send path: the system accepts and propagates no
     /// context. Written once at init and once when shutdown begins; read by every send (the
     /// same one load that checking the phase cost).
@@ -115,14 +115,21 @@ public final class ActorSystem: Sendable {
     /// existential would copy it (~80 instructions, measured on every actor ask).
     let propagatesContext: Bool
 
-    /// Where a system is in its life.
-    enum Phase: Int {
+    /// Where a system is in its life (``AtomicLifecycle`` checks the moves in debug builds).
+    enum Phase: UInt8, LifecycleState {
         /// Accepting messages.
         case running
         /// Shutdown began: new messages are dead letters; actors drain and stop.
         case shuttingDown
         /// Every actor stopped and every thread was joined.
         case terminated
+
+        static func allows(from current: Self, to next: Self) -> Bool {
+            switch (current, next) {
+            case (.running, .shuttingDown), (.shuttingDown, .terminated): true
+            default: false
+            }
+        }
     }
     private let shutdownStarted = Atomic<Bool>(false)
     private let everyoneStopped = EventCount()
@@ -186,7 +193,7 @@ public final class ActorSystem: Sendable {
         guard let timeout else { return defaultAskLimit }
         return AskLimit(duration: timeout, nanoseconds: timeout.nanoseconds)
     }
-    var isAccepting: Bool { phase.load(ordering: .relaxed) == Phase.running.rawValue }
+    var isAccepting: Bool { phase.isRelaxed(.running) }
 
     /// Number of shared worker threads.
     public var workerCount: Int { scheduler.shared.count }
@@ -201,7 +208,7 @@ public final class ActorSystem: Sendable {
     public var uptime: Duration { .nanoseconds(timer.now - timerEpoch) }
 
     /// Whether `shutdown` has begun.
-    public var isShuttingDown: Bool { phase.load(ordering: .acquiring) != Phase.running.rawValue }
+    public var isShuttingDown: Bool { !phase.is(.running) }
 
     // MARK: Spawning
 
@@ -458,14 +465,14 @@ public final class ActorSystem: Sendable {
             shutdownStarted.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
         else {
             // Another caller runs the shutdown: wait for it to finish (or for the deadline).
-            if waitForStop(until: deadline, { phase.load(ordering: .acquiring) == Phase.terminated.rawValue }) {
+            if waitForStop(until: deadline, { phase.is(.terminated) }) {
                 return ShutdownReport(unstopped: [])
             }
             return ShutdownReport(unstopped: abandonLiveActors())
         }
         // The fast path closes first: a sender that still took it did so before the phase changed.
         fastSendOpen.store(false, ordering: .sequentiallyConsistent)
-        phase.store(Phase.shuttingDown.rawValue, ordering: .sequentiallyConsistent)
+        phase.advance(to: .shuttingDown)
         // Every live actor handles its pending messages, then the stop.
         for cell in liveCells() { cell.requestStop(.systemShutdown) }
         resumeSuspendedEarly()
@@ -528,7 +535,7 @@ public final class ActorSystem: Sendable {
         scheduler.stopAndJoin()
         timer.stop()
         introspector.close()
-        phase.store(Phase.terminated.rawValue, ordering: .sequentiallyConsistent)
+        phase.advance(to: .terminated)
         providers.close()
         // Observers often capture the system; dropping them breaks that cycle, so the system
         // is freed with its last user reference.

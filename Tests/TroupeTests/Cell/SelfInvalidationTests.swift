@@ -64,12 +64,21 @@ import TroupeTestSupport
     @Test func actorsWithoutTheOptionAreNotAffected() async throws {
         try await withTestSystem { system in
             let events = Recorder<String>()
+            let controlEvents = Recorder<String>()
+            let controlTerminated = Recorder<String>()
             do {
                 let ref = system.spawn(Resource(events: events))
                 ref.tell(.work(1))
+                // A control actor with the option, whose last reference goes at the same moment.
+                let control = system.spawn(
+                    Resource(events: controlEvents), options: SpawnOptions(selfInvalidating: true))
+                control.whenTerminated { controlTerminated.append("\($0.reason)") }
+                control.tell(.work(1))
             }
             await waitUntil("handled") { events.count == 1 }
-            try await Task.sleep(for: .milliseconds(20))
+            // Once the control actor has stopped, dropping the references has had its effect:
+            // the actor without the option must still be live (no fixed sleep).
+            await waitUntil("the control actor stopped") { controlTerminated.count == 1 }
             #expect(system.liveActorCount == 1, "without the option an actor lives until stopped")
         }
     }

@@ -31,7 +31,7 @@ import TroupeTestSupport
         var stamps: [UInt64] = []
         for _ in 0..<100 {
             let envelope = CTroupe_envelope_alloc(8)!
-            stamps.append(envelope.pointee.sent_at)
+            stamps.append(envelope.pointee.side.sent_at)
             CTroupe_envelope_free(envelope)
         }
         #expect(stamps.allSatisfy { $0 >= UInt64(before) }, "every envelope carries its send time")

@@ -11,7 +11,7 @@ import TroupeTestSupport
     @Test func theInlinableTurnReadsTheHeaderAtTheCOffsets() {
         #expect(MemoryLayout<CTroupe_envelope>.offset(of: \.kind) == EnvelopeLayout.kindOffset)
         #expect(MemoryLayout<CTroupe_envelope>.offset(of: \.ask_token) == EnvelopeLayout.askTokenOffset)
-        #expect(MemoryLayout<CTroupe_envelope>.offset(of: \.sent_at) == EnvelopeLayout.sentAtOffset)
+        #expect(MemoryLayout<CTroupe_envelope>.offset(of: \.side) == EnvelopeLayout.sideWordOffset)
         #expect(Int(CTroupe_envelope_payload_offset) == EnvelopeLayout.payloadOffset)
         #expect(UInt32(CTroupe_envelope_kind_user) == EnvelopeLayout.userKind)
     }
