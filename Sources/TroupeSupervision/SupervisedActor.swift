@@ -1,7 +1,7 @@
 internal import TroupeLocks
 import Troupe
 
-/// A supervised actor whose message type is checked where it is used (``Supervisor/subscript(_:)``).
+/// A supervised actor whose message type is checked where it is used (``Supervisor/subscript(_:)->SupervisedActor?``).
 public struct SupervisedActor: Sendable, CustomStringConvertible {
     /// The child's id in its supervisor.
     public let id: String
