@@ -170,12 +170,19 @@ func eventually(
 
     @Test func callbackToActorWithoutAcceptanceIsCountedAsDropped() async throws {
         try await withTestSystem { system in
+            // The counters are process-wide and other suites run in parallel: observe the
+            // events instead, and keep only this test's (no other test spawns a `Forgetful`).
+            let dropped = Recorder<PromiseEvent>()
+            let observation = PromiseDiagnostics.addObserver { event in
+                if event == .droppedActorCallback(actorType: "Forgetful") { dropped.append(event) }
+            }
+            defer { observation.cancel() }
             let forgetful = system.spawn(Forgetful())
-            let before = PromiseDiagnostics.droppedActorCallbacks
             let promise = Promise<String>()
             _ = try await forgetful.ask(Remember(promise: promise), returning: Void.self)
             promise.succeed("x")
-            await waitUntil { PromiseDiagnostics.droppedActorCallbacks > before }
+            await waitUntil("the dropped callback is reported") { dropped.count >= 1 }
+            #expect(dropped.count == 1, "one callback, dropped once")
         }
     }
 }
@@ -211,10 +218,19 @@ func await_get(_ counter: ActorRef<Counter.Message>) throws -> Int {
         #expect(tripled == 6)
 
         let metrics = try #require(system.promiseMetrics)
-        let twice = Promise<Int>()
-        twice.succeed(1)
-        twice.succeed(2)
-        #expect(metrics.doubleCompletions >= 1)
+        // The metrics see every system's promises (other suites run in parallel), so the exact
+        // count is taken from this test's own value type.
+        let doubles = Recorder<PromiseEvent>()
+        let observation = PromiseDiagnostics.addObserver { event in
+            if event == .doubleCompletion(valueType: "DoubleCompletionProbe") { doubles.append(event) }
+        }
+        defer { observation.cancel() }
+        let metricsBefore = metrics.doubleCompletions
+        let twice = Promise<DoubleCompletionProbe>()
+        #expect(twice.succeed(DoubleCompletionProbe()))
+        #expect(!twice.succeed(DoubleCompletionProbe()), "the second completion is discarded")
+        #expect(doubles.count == 1, "reported once, synchronously")
+        #expect(metrics.doubleCompletions > metricsBefore, "and counted by the plugin's metrics")
         await system.shutdown()
     }
 
@@ -241,3 +257,6 @@ func await_get(_ counter: ActorRef<Counter.Message>) throws -> Int {
         #expect(try await caught.get())
     }
 }
+
+/// A value type only `pluginInstallsWorkerExecutorAndMetrics` completes twice.
+struct DoubleCompletionProbe: Sendable {}

@@ -25,27 +25,16 @@ extension ActorCell {
         if _slowPath(flags.intersection([.started, .suspended]) != .started) {
             if !beginTurnSlowly() { return suspensionTurnEnded() }
         }
-        var handled = 0
-        while handled < limit {
-            let requested = limit - handled
-            let count = popEnvelopes(into: buffer, capacity: requested)
-            if count == 0 { break }
-            for index in 0..<count {
-                progress.advance()
-                handle(buffer[index].unsafelyUnwrapped)
-                if _slowPath(flags.contains(.suspended)) {
-                    // A delayed restart began: keep the rest of the batch for the fresh instance.
-                    holdForResumption(buffer, from: index + 1, to: count)
-                    return suspensionTurnEnded()
-                }
+        let ran = forEachPoppedEnvelope(buffer: buffer, limit: limit, progress: progress) { buffer, index, count in
+            handle(buffer[index].unsafelyUnwrapped)
+            if _slowPath(flags.contains(.suspended)) {
+                // A delayed restart began: keep the rest of the batch for the fresh instance.
+                holdForResumption(buffer, from: index + 1, to: count)
+                return false
             }
-            handled += count
-            // Fewer than asked for: the queue was empty a moment ago (or the mailbox is bounded
-            // and gives one at a time). Popping again would almost always find nothing;
-            // `finishTurn` looks again anyway, and a message that came meanwhile makes it keep
-            // the scheduling right, so the worker runs another turn.
-            if count < requested { break }
+            return true
         }
+        if _slowPath(!ran) { return suspensionTurnEnded() }
         if _slowPath(flags.contains(.invalidationCheck)) { checkSelfInvalidation() }
         return finishTurn()
     }

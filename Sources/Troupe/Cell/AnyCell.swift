@@ -108,8 +108,13 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
 
     // The mailbox goes with the cell. Non-empty mailboxes are always scheduled, and a
     // scheduled cell is held (by its entry's retain or by the live-actor list, see
-    // `entryRetained`), so a released cell's mailbox is empty.
-    deinit { releaseOwnHistograms() }
+    // `entryRetained`), so a released cell's mailbox is empty, and nobody holds its scheduling
+    // right (checked in debug builds: an envelope left here would be a message lost).
+    deinit {
+        assert(CTroupe_mailbox_is_empty(mailbox), "actor #\(id) released with messages in its mailbox")
+        assert(!CTroupe_mailbox_is_scheduled(mailbox), "actor #\(id) released while scheduled or running")
+        releaseOwnHistograms()
+    }
 
     /// The type that defines the actor, for introspection.
     var definitionTypeName: String { "job lane" }
@@ -201,6 +206,35 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         buffer.withMemoryRebound(to: UnsafeMutablePointer<CTroupe_envelope>?.self, capacity: capacity) {
             CTroupe_mailbox_pop_batch(mailbox, $0, mailboxMode == .unbounded ? capacity : 1)
         }
+    }
+
+    /// The batch loop of a turn, shared by actors and job lanes: pops batches into `buffer`
+    /// until `limit` envelopes were handed to `handle` or the mailbox is empty, counting each
+    /// handler in `progress`. `handle` gets the buffer, the envelope's index and the batch's
+    /// count, and returns false to end the turn at once (the envelopes after `index` are then
+    /// the caller's: a suspended actor keeps them). Returns false when `handle` did.
+    ///
+    /// A batch smaller than asked for means the queue was empty a moment ago (or the mailbox is
+    /// bounded and gives one at a time): popping again would almost always find nothing, and
+    /// `finishTurn` looks again anyway, keeping the right if a message came meanwhile.
+    @inlinable @inline(__always)
+    final func forEachPoppedEnvelope(
+        buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress,
+        _ handle: (UnsafeEnvelopeBuffer, _ index: Int, _ count: Int) -> Bool
+    ) -> Bool {
+        var handled = 0
+        while handled < limit {
+            let requested = limit - handled
+            let count = popEnvelopes(into: buffer, capacity: requested)
+            if count == 0 { break }
+            for index in 0..<count {
+                progress.advance()
+                if _slowPath(!handle(buffer, index, count)) { return false }
+            }
+            handled += count
+            if count < requested { break }
+        }
+        return true
     }
 
     /// Ends the turn: whether the caller keeps the scheduling right; see

@@ -76,35 +76,27 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
             CTroupe_set_current_task_executor(outerTaskExecutor)
         }
         CTroupe_set_current_job_lane(me)
-        var handled = 0
-        while handled < limit {
-            let requested = limit - handled
-            let count = popEnvelopes(into: buffer, capacity: requested)
-            if count == 0 { break }
-            for index in 0..<count {
-                progress.advance()
-                let travelling = Envelope(
-                    raw: buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self)
-                ).take(as: Travelling.self)
-                switch executor {
-                case .serial(let serial, let task, let taskIdentity):
-                    // Swift re-enqueues a task at an `await` that stays on this executor when
-                    // the current task executor is not the one the task prefers: run each job
-                    // with the one its enqueuer ran with (the system's, or none).
-                    if travelling.withTaskExecutor {
-                        CTroupe_set_current_task_executor(taskIdentity)
-                        travelling.job.runSynchronously(isolatedTo: serial, taskExecutor: task)
-                    } else {
-                        CTroupe_set_current_task_executor(nil)
-                        travelling.job.runSynchronously(on: serial)
-                    }
-                case .task(let task, let identity):
-                    CTroupe_set_current_task_executor(identity)
-                    travelling.job.runSynchronously(on: task)
+        _ = forEachPoppedEnvelope(buffer: buffer, limit: limit, progress: progress) { buffer, index, _ in
+            let travelling = Envelope(
+                raw: buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self)
+            ).take(as: Travelling.self)
+            switch executor {
+            case .serial(let serial, let task, let taskIdentity):
+                // Swift re-enqueues a task at an `await` that stays on this executor when
+                // the current task executor is not the one the task prefers: run each job
+                // with the one its enqueuer ran with (the system's, or none).
+                if travelling.withTaskExecutor {
+                    CTroupe_set_current_task_executor(taskIdentity)
+                    travelling.job.runSynchronously(isolatedTo: serial, taskExecutor: task)
+                } else {
+                    CTroupe_set_current_task_executor(nil)
+                    travelling.job.runSynchronously(on: serial)
                 }
+            case .task(let task, let identity):
+                CTroupe_set_current_task_executor(identity)
+                travelling.job.runSynchronously(on: task)
             }
-            handled += count
-            if count < requested { break }
+            return true
         }
         return finishTurn()
     }
