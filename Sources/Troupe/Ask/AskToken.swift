@@ -15,6 +15,8 @@ struct AskToken {
     /// Takes the retain the envelope will own. Any thread (the sender).
     @usableFromInline
     static func retaining(_ state: AskStateBase) -> AskToken {
+        // Safety: the token owns this retain until `failDelivery`, `failHandler` or the
+        // answer's path takes it back (exactly one of them, by whoever holds the envelope).
         AskToken(raw: Unmanaged.passRetained(state).toOpaque())
     }
 

@@ -26,6 +26,7 @@ extension ActorCell {
             if !beginTurnSlowly() { return suspensionTurnEnded() }
         }
         let ran = forEachPoppedEnvelope(buffer: buffer, limit: limit, progress: progress) { buffer, index, count in
+            // Safety: `popEnvelopes` filled indices 0..<count with non-nil envelopes.
             handle(buffer[index].unsafelyUnwrapped)
             if _slowPath(flags.contains(.suspended)) {
                 // A delayed restart began: keep the rest of the batch for the fresh instance.
@@ -54,6 +55,8 @@ extension ActorCell {
             return
         }
         let token = EnvelopeLayout.askToken(envelope)
+        // Safety: a user envelope in this mailbox carries a `Message` (``ActorRef`` is typed),
+        // moved out exactly once, before the envelope is freed.
         let message = EnvelopeLayout.payload(envelope).assumingMemoryBound(to: Message.self).move()
         Envelope.free(envelope)
         deliver(message, token: token)
@@ -67,6 +70,8 @@ extension ActorCell {
     final func handleAnnotated(_ envelope: UnsafeMutableRawPointer) {
         let word = EnvelopeLayout.sideWord(envelope)
         let token = EnvelopeLayout.askToken(envelope)
+        // Safety: a user envelope in this mailbox carries a `Message` (``ActorRef`` is typed),
+        // moved out exactly once, before the envelope is freed.
         let message = EnvelopeLayout.payload(envelope).assumingMemoryBound(to: Message.self).move()
         Envelope.free(envelope)
         if EnvelopeLayout.isSendTime(word) {

@@ -18,6 +18,8 @@ struct Envelope {
 
     /// The envelope whose payload starts at `payload`.
     init(payload: UnsafeMutableRawPointer) {
+        // Safety: every payload pointer Troupe hands out is `payloadOffset` bytes into an
+        // envelope that `CTroupe_envelope_alloc` made, whose header is a `CTroupe_envelope`.
         raw = (payload - Int(CTroupe_envelope_payload_offset)).assumingMemoryBound(to: CTroupe_envelope.self)
     }
 
@@ -34,6 +36,10 @@ struct Envelope {
     @inline(__always)
     static func make<Payload>(_ payload: consuming Payload, kind: UInt32, askToken: AskToken?) -> Envelope {
         let envelope = allocate(payloadSize: MemoryLayout<Payload>.size, kind: kind, askToken: askToken)
+        // Safety: the allocation has room for `Payload`'s size at a 16-byte-aligned offset
+        // (malloc's alignment, the largest a Swift type has without the underscored
+        // `@_alignment`; checked in debug builds), and nothing else holds the fresh envelope.
+        assert(MemoryLayout<Payload>.alignment <= 16, "\(Payload.self) needs more than 16-byte alignment")
         envelope.payload.bindMemory(to: Payload.self, capacity: 1).initialize(to: payload)
         return envelope
     }
@@ -55,6 +61,8 @@ struct Envelope {
     @inline(__always)
     func take<Payload>(as type: Payload.Type) -> Payload {
         dropAnnotation()
+        // Safety: the sender initialised a `Payload` here (the envelope's receiver knows its
+        // type: one mailbox, one message type), and the consumer takes it exactly once.
         let value = payload.assumingMemoryBound(to: Payload.self).move()
         CTroupe_envelope_free(raw)
         return value

@@ -24,6 +24,9 @@ final class MessageAnnotation: Sendable {
 
     /// Takes the annotation out of a side word (its retain passes to the caller).
     static func take(_ word: UInt64) -> MessageAnnotation {
+        // Safety: `annotate(with:)` stored a retained annotation's address in this word, and
+        // the word is taken once (the turn's annotated path or `dropAnnotation`), then cleared
+        // or freed with its envelope.
         Unmanaged<MessageAnnotation>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(word))!).takeRetainedValue()
     }
 }
