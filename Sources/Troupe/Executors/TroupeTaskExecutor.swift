@@ -35,6 +35,8 @@ public final class TroupeTaskExecutor: TaskExecutor {
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
+        // Safety: `lanes` holds every lane and every lane holds the system, for as long as this
+        // executor lives; a task that prefers the executor holds it while it enqueues.
         let index =
             system._withUnsafeGuaranteedRef { $0.currentSharedWorkerIndex() }
             ?? Int(

@@ -41,6 +41,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// `slotWakePending` (offset 136) marks a wake-up sent for a slot placement and not yet
     /// answered (see `notifyIdleForSlot`).
     private let counters = UnsafeMutableRawPointer.allocate(byteCount: 192, alignment: 64)
+    // Safety: `init` binds and initialises each counter at its offset with these types, and
+    // `deinit` deinitialises them before freeing the block.
     private var spinning: UnsafeMutablePointer<Atomic<Int>> { counters.assumingMemoryBound(to: Atomic<Int>.self) }
     private var nextExternal: UnsafeMutablePointer<Atomic<Int>> {
         (counters + 64).assumingMemoryBound(to: Atomic<Int>.self)
@@ -115,6 +117,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// The index of the calling thread's shared worker, when it is one of this scheduler's.
     func currentSharedWorkerIndex() -> Int? {
         guard let raw = CTroupe_current_worker() else { return nil }
+        // Safety: the current-worker slot is set by a worker's own thread for its run loop and
+        // cleared before the thread ends, so the worker outlives this call on that thread.
         return Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker in
             worker.isShared && worker.belongs(to: self) ? worker.index : nil
         }
@@ -135,8 +139,9 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             return
         }
         if let raw = CTroupe_current_worker() {
-            // The calling thread's own worker outlives this call: borrow it without retaining.
-            // The closure captures the entry's word, not the cell (a capture costs a
+            // Safety: the calling thread's own worker outlives this call (the current-worker
+            // slot is cleared before its thread ends): borrow it without retaining. The closure
+            // captures the entry's word, not the cell (a capture costs a
             // retain/release pair per message).
             let word = UInt(bitPattern: entry.toOpaque())
             let placement = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Placement in
@@ -158,6 +163,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         } else if let raw = CTroupe_current_inline_turns(), !lifecycle.isRelaxed(.terminated) {
             // A thread outside the workers with an inline-turns scope open: the cell runs its
             // turn there when the scope's body returns (see `InlineTurns`).
+            // Safety: the inline-turns slot belongs to a scope on this thread, open for the
+            // whole call (the scope clears it when its body returns).
             let captured = Unmanaged<InlineTurns>.fromOpaque(raw)._withUnsafeGuaranteedRef {
                 $0.capture(entry, for: self)
             }

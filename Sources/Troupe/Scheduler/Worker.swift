@@ -95,6 +95,8 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// Runs `body` with the scheduler, without retaining it. Any thread.
     @inline(__always)
     func withScheduler<Result>(_ body: (Scheduler) -> Result) -> Result {
+        // Safety: the callers are this worker's thread, which the scheduler joins before it
+        // can go (its deinit asserts it terminated), and the scheduler's own methods.
         schedulerReference._withUnsafeGuaranteedRef(body)
     }
 
@@ -141,6 +143,8 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// (released by `runCell` when the turn is over).
     func retainIfRunningUnretained(_ cell: AnyCell) {
         guard let running = unretainedTurnCell, running == Unmanaged.passUnretained(cell).toOpaque() else { return }
+        // Safety: a deliberately unbalanced retain, given back by `runCell`'s `entry.release()`
+        // once the turn is over (clearing `unretainedTurnCell` tells it to).
         _ = Unmanaged.passRetained(cell)
         unretainedTurnCell = nil
     }
@@ -242,6 +246,8 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     /// queue is empty or another thread is popping it (a try-pop: see `CTroupe_runqueue_try_pop`).
     static func tryPop(_ queue: OpaquePointer) -> Unmanaged<AnyCell>? {
         guard let owner = CTroupe_runqueue_try_pop(queue) else { return nil }
+        // Safety: a mailbox's owner pointer is the cell that embeds it, alive while the mailbox
+        // is queued (see `AnyCell.entryRetained`).
         return Unmanaged<AnyCell>.fromOpaque(owner)
     }
 
@@ -295,6 +301,9 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
     private func runCell(_ entry: Unmanaged<AnyCell>) {
         markTurnStarted()
         currentCell.store(UInt(bitPattern: entry.toOpaque()), ordering: .relaxed)
+        // Safety: the cell lives through the turn: an entry's retain holds it, or (unretained
+        // entry) the live-actor list does until the cell's own turn takes it off, which first
+        // retains it (`retainIfRunningUnretained`; `AnyCell.entryRetained` has the argument).
         let releasesEntry = entry._withUnsafeGuaranteedRef { cell -> Bool in
             var retained = cell.entryRetained
             if !retained { unretainedTurnCell = entry.toOpaque() }

@@ -49,6 +49,9 @@ struct LiveActors {
         return nil
     }
 
+    // Safety (every `_withUnsafeGuaranteedRef` and `takeUnretainedValue` here): a member is held
+    // by the retain `insert` took until `remove` gives it back, and the list is only touched
+    // under the system's `liveActors` lock, so every linked cell is alive while it is read.
     mutating func insert(_ cell: AnyCell) {
         let member = Unmanaged.passRetained(cell)
         cell.liveNext = head
