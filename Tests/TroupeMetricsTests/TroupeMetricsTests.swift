@@ -68,7 +68,10 @@ import TroupeTestSupport
             _ = await stopped.terminated()
             stopped.tell(.work)
             stopped.tell(.work)
-            // The other worker may still be finishing the stopped actor's turn (CI saw 2 busy).
+            // Messages to a stopped actor are dead-lettered by a turn of its own, on the other
+            // worker: wait for both, then for that worker to finish the turn (CI saw 2 busy, and
+            // once a poll that came before the turn).
+            await waitUntil("both late messages dead-lettered") { system.deadLetters.count(.recipientStopped) == 2 }
             await waitUntil("only the blocked worker busy") { system.busyWorkerCount == 1 }
             reporter.poll(system)
             let dims = [("system", "poll")]
@@ -101,9 +104,11 @@ import TroupeTestSupport
             let waited = try metrics.expectTimer(TroupeMetrics.Name.timeInMailbox, dims)
             let ran = try metrics.expectTimer(TroupeMetrics.Name.handlerDuration, dims)
             #expect(waited.values.count >= 2_001 - 1_024, "the sender notices interval 1 within 1,024 sends")
-            // The ping's handler answers before it ends, so its two timings may still be on
-            // their way (time in mailbox first, then the handler's duration): wait for the pair.
-            await waitUntil("every sampled message has both timings") { ran.values.count == waited.values.count }
+            // The ping's handler answers before it ends, so its timings may still be on their
+            // way: stop the actor and wait for its end, after which every handler's timings are
+            // recorded (the turn records them right after each handler, before the stop).
+            worker.stop()
+            _ = await worker.terminated()
             #expect(ran.values.count == waited.values.count)
             #expect(ran.values.allSatisfy { $0 >= 0 && $0 < 10_000_000_000 })
             reporter.stop()
