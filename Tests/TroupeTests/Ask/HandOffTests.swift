@@ -111,6 +111,7 @@ private struct Asker: ActorDefinition {
         try await withTestSystem { system in
             let target = system.spawn(Where())
             _ = try await target.ask { .thread($0) }  // started: its first turn is behind it
+            await waitUntilIdle(target)
             let before = system.scheduler.handOffTurns
             let samples = try await Task(executorPreference: system.taskExecutor) {
                 var same = 0
@@ -148,6 +149,7 @@ private struct Asker: ActorDefinition {
             let target = system.spawn(Where())
             let asker = system.spawn(Asker())
             _ = try await target.ask { .thread($0) }
+            await waitUntilIdle(target)
             let before = system.scheduler.handOffTurns
             let (askerThread, targetThread) = try await asker.ask { .ask(target, $0) }
             #expect(askerThread == targetThread)
@@ -266,6 +268,7 @@ private struct Asker: ActorDefinition {
         try await withTestSystem { system in
             let target = system.spawn(Where())
             _ = try await target.ask { .thread($0) }
+            await waitUntilIdle(target)
             let before = system.scheduler.handOffTurns
             let (wide, aligned) = try await Task(executorPreference: system.taskExecutor) {
                 (try await target.ask { .wide($0) }, try await target.ask { .aligned($0) })
@@ -330,4 +333,10 @@ private struct Blocking: ActorDefinition {
             reply.succeed(gate.wait())
         }
     }
+}
+
+/// Waits until nobody holds `ref`'s scheduling right: the worker that answered the last ask
+/// may still be ending that turn, and an ask made meanwhile is queued, not handed off.
+func waitUntilIdle<Message: Sendable>(_ ref: ActorRef<Message>) async {
+    await waitUntil("the target idle") { !CTroupe_mailbox_is_scheduled(ref.cell.mailbox) }
 }
