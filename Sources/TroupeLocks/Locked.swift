@@ -18,7 +18,10 @@ public struct Locked<Value>: @unchecked Sendable {  // the value is touched only
     @usableFromInline let storage: Storage
 
     public init(_ value: Value) {
+        // Safety: `create` called on `Storage` allocates a `Storage` instance, so the downcast holds.
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in value }, to: Storage.self)
+        // Safety: `minimumCapacity: 1` gives room for one element, initialised here before the value is
+        // shared; the mutex never moves, as the buffer is a heap object.
         storage.withUnsafeMutablePointerToElements { mutex in
             mutex.initialize(to: pthread_mutex_t())
             #if DEBUG
@@ -41,6 +44,7 @@ public struct Locked<Value>: @unchecked Sendable {  // the value is touched only
     public func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
+        // Safety: `value.pointee` is read and written only between the lock and the unlock below.
         // The pointers stay valid while `storage` lives; `withExtendedLifetime` keeps it.
         let (value, mutex) = storage.withUnsafeMutablePointers { ($0, $1) }
         return try withExtendedLifetime(storage) { () throws(Failure) -> Result in
@@ -64,6 +68,8 @@ public struct Locked<Value>: @unchecked Sendable {  // the value is touched only
     @usableFromInline
     final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
+            // Safety: the last reference is gone, so no thread holds or waits for the mutex; it was
+            // initialised by `init` and is destroyed and deinitialised once.
             withUnsafeMutablePointerToElements { mutex in
                 pthread_mutex_destroy(mutex)
                 _ = mutex.deinitialize(count: 1)

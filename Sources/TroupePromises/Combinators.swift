@@ -156,6 +156,7 @@ private final class Slots<Element>: @unchecked Sendable {  // one writer per slo
     private let remaining: Atomic<Int>
 
     init(count: Int) {
+        // Safety: `count` slots, all initialised to nil here, deinitialised and freed once by `deinit`.
         storage = .allocate(capacity: count)
         storage.initialize(repeating: nil)
         remaining = Atomic(count)
@@ -163,12 +164,15 @@ private final class Slots<Element>: @unchecked Sendable {  // one writer per slo
 
     /// Stores `element` at `index`; returns every element when this was the last slot filled.
     func fill(_ index: Int, with element: Element) -> [Element]? {
+        // Safety: each index is written once, by one input's callback, before its releasing decrement;
+        // only the last decrementer reads every slot, after acquiring all the others.
         storage[index] = element
         guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return nil }
         return storage.map { $0! }
     }
 
     deinit {
+        // Safety: the last reference is gone, so no callback writes a slot any more.
         storage.deinitialize()
         storage.deallocate()
     }
@@ -257,6 +261,8 @@ extension Promise {
     public var outcome: Outcome {
         get async {
             if let done = currentOutcome { return done }
+            // Safety: never resumed twice: `whenComplete` calls its callback exactly once, at completion (or
+            // with `abandoned` from `deinit`).
             return await withUnsafeContinuation { continuation in
                 whenComplete { continuation.resume(returning: $0) }
             }

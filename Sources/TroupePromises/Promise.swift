@@ -155,6 +155,8 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {  // outcome w
         var reversed: UInt = 0
         var cursor = list
         while cursor != 0 {
+            // Safety: each node of the taken list still holds its +1 (from `whenComplete`), and the list
+            // belongs to this thread alone.
             let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: cursor)!).takeUnretainedValue()
             let next = node.next
             node.next = reversed
@@ -163,6 +165,7 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {  // outcome w
         }
         cursor = reversed
         while cursor != 0 {
+            // Safety: takes each node's +1 back exactly once: the list is taken once (completion or deinit).
             let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: cursor)!).takeRetainedValue()
             cursor = node.next
             node.callback(outcome)
@@ -177,9 +180,12 @@ public final class Promise<Value: Sendable>: @unchecked Sendable {  // outcome w
         var current = head.load(ordering: .acquiring)
         if current == Self.completedTag { return callback(storedOutcome!) }
         let node = Node(callback)
+        // Safety: the list's +1 for this node, taken back by `runAll` once the node is published, or just
+        // below if the promise completes first.
         let raw = UInt(bitPattern: Unmanaged.passRetained(node).toOpaque())
         while true {
             if current == Self.completedTag {
+                // Safety: the node was never published (the promise completed first), so its +1 is still ours.
                 Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).release()
                 return callback(storedOutcome!)
             }

@@ -89,11 +89,17 @@ struct Measurement: Sendable {
     var rssBytesPerUnit: Double? { rssBytes.map { Double($0) / Double(messages) } }
 }
 
+/// The wall time and the allocations (malloc-family calls, all threads) of a measured window.
+struct Window: Sendable {
+    var seconds: Double
+    var allocations: UInt64
+}
+
 /// Measures wall time and allocation count of a window, in synchronous or async code:
 ///
 ///     let stopwatch = Stopwatch()
 ///     ... work ...
-///     let (seconds, allocations) = stopwatch.stop()
+///     let window = stopwatch.stop()
 struct Stopwatch {
     private let allocationsAtStart: UInt64
     private let start: ContinuousClock.Instant
@@ -103,10 +109,10 @@ struct Stopwatch {
         start = ContinuousClock.now
     }
 
-    func stop() -> (seconds: Double, allocations: UInt64) {
+    func stop() -> Window {
         let end = ContinuousClock.now
         let allocations = CBenchSupport_allocation_count() &- allocationsAtStart
-        return ((end - start).seconds, allocations)
+        return Window(seconds: (end - start).seconds, allocations: allocations)
     }
 }
 
@@ -184,13 +190,13 @@ func measureIdleCPU<Actors>(
     let cpuAtStart = CBenchSupport_process_cpu_seconds()
     let stopwatch = Stopwatch()
     sleepSeconds(config.idleSeconds)
-    let (seconds, allocations) = stopwatch.stop()
+    let window = stopwatch.stop()
     let cpuSeconds = CBenchSupport_process_cpu_seconds() - cpuAtStart
     withExtendedLifetime(actors) {}
     verify(cpuSeconds >= 0, "\(Workload.idleCPU.rawValue) / \(system): getrusage failed")
     var m = Measurement(
         workload: .idleCPU, system: system, messages: config.idleActors,
-        seconds: seconds, allocations: allocations, note: note, cpuSeconds: cpuSeconds)
+        seconds: window.seconds, allocations: window.allocations, note: note, cpuSeconds: cpuSeconds)
     peakWindow.close(&m)
     return m
 }
@@ -212,15 +218,16 @@ func measureMemoryPerActor<Actor>(
     for index in 0..<count {
         actors.append(makeActor(index))
     }
-    let (seconds, allocations) = stopwatch.stop()
+    let window = stopwatch.stop()
     let heapAtEnd = CBenchSupport_heap_in_use()
     verify(
         actors.count == count,
         "\(Workload.memoryPerIdleActor.rawValue) / \(system): created \(actors.count) actors, expected \(count)")
     var m = Measurement(
         workload: .memoryPerIdleActor, system: system, messages: count,
-        seconds: seconds, allocations: allocations,
-        note: "\(fixed(Double(allocations) / Double(count), 2)) allocs/actor" + (note.isEmpty ? "" : "; \(note)"),
+        seconds: window.seconds, allocations: window.allocations,
+        note: "\(fixed(Double(window.allocations) / Double(count), 2)) allocs/actor"
+            + (note.isEmpty ? "" : "; \(note)"),
         heapBytes: heapAtEnd - heapAtStart)  // size_t imports as Int
     peakWindow.close(&m)
     withExtendedLifetime(actors) {}

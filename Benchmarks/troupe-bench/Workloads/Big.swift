@@ -61,7 +61,33 @@ private struct BigNode: ActorDefinition {
     }
 }
 
-private actor NativeBigNode {
+/// The native node's interface, so that both native forms (default executor, Troupe serial
+/// executors) run through `runNativeBig`.
+private protocol NativeBigPinger: Actor {
+    func setNeighbours(_ all: [Self])
+    func run(pings: Int) async
+    var received: Int { get }
+    func clear()
+}
+
+/// The native form: every node's loop awaits `pings` pings of random neighbours, in a task
+/// group. Returns the measured window and the pings received.
+private func runNativeBig<Node: NativeBigPinger>(_ nodes: [Node], pings: Int) async -> (Window, received: Int) {
+    for node in nodes { await node.setNeighbours(nodes) }
+    let stopwatch = Stopwatch()
+    await withTaskGroup(of: Void.self) { group in
+        for node in nodes { group.addTask { await node.run(pings: pings) } }
+    }
+    let window = stopwatch.stop()
+    var received = 0
+    for node in nodes {
+        received += await node.received
+        await node.clear()
+    }
+    return (window, received)
+}
+
+private actor NativeBigNode: NativeBigPinger {
     private var neighbours: [NativeBigNode] = []
     private var random: FastRandom
     private(set) var received = 0
@@ -83,7 +109,7 @@ private actor NativeBigNode {
 }
 
 /// The native node on a Troupe serial executor of its own.
-private actor ExecutorBigNode {
+private actor ExecutorBigNode: NativeBigPinger {
     nonisolated let executor: TroupeSerialExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private var neighbours: [ExecutorBigNode] = []
@@ -118,134 +144,89 @@ private struct DispatchBigState {
 func bigRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.big
     let actors = config.bigActors
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { pings in
-            runBlocking {
-                let nodes = (0..<actors).map { NativeBigNode(id: $0) }
-                for node in nodes { await node.setNeighbours(nodes) }
-                let stopwatch = Stopwatch()
-                await withTaskGroup(of: Void.self) { group in
-                    for node in nodes { group.addTask { await node.run(pings: pings) } }
-                }
-                let (seconds, allocations) = stopwatch.stop()
-                var received = 0
-                for node in nodes {
-                    received += await node.received
-                    await node.clear()
-                }
-                verifyEqual(received, actors * pings, workload, BenchSystem.swiftNative, "pings received")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: actors * pings, seconds: seconds,
-                    allocations: allocations, note: "\(actors) actor loops await neighbours[random].ping()")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { pings, row in
+        runBlocking {
+            let (window, received) = await runNativeBig((0..<actors).map { NativeBigNode(id: $0) }, pings: pings)
+            row.expect(received, actors * pings, "pings received")
+            return row.measurement(
+                window, units: actors * pings, note: "\(actors) actor loops await neighbours[random].ping()")
+        }
     }
 
     let onTroupe = BenchSystem.nativeOnTroupeExecutors
-    if let m = benchmark(
-        config, workload, system: onTroupe, family: .native,
-        { pings in
-            let system = troupe.system
-            return runBlocking(on: system.taskExecutor) {
-                let nodes = (0..<actors).map { ExecutorBigNode(id: $0, executor: system.makeSerialExecutor()) }
-                for node in nodes { await node.setNeighbours(nodes) }
-                let stopwatch = Stopwatch()
-                await withTaskGroup(of: Void.self) { group in
-                    for node in nodes { group.addTask { await node.run(pings: pings) } }
-                }
-                let (seconds, allocations) = stopwatch.stop()
-                var received = 0
-                for node in nodes {
-                    received += await node.received
-                    await node.clear()
-                }
-                verifyEqual(received, actors * pings, workload, onTroupe, "pings received")
-                return Measurement(
-                    workload: workload, system: onTroupe, messages: actors * pings, seconds: seconds,
-                    allocations: allocations,
-                    note:
-                        "the native form, each actor on a TroupeSerialExecutor, tasks on the task executor; \(troupe.workersNote)"
-                )
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(onTroupe, family: .native) { pings, row in
+        let system = troupe.system
+        return runBlocking(on: system.taskExecutor) {
+            let nodes = (0..<actors).map { ExecutorBigNode(id: $0, executor: system.makeSerialExecutor()) }
+            let (window, received) = await runNativeBig(nodes, pings: pings)
+            row.expect(received, actors * pings, "pings received")
+            return row.measurement(
+                window, units: actors * pings,
+                note:
+                    "the native form, each actor on a TroupeSerialExecutor, tasks on the task executor; \(troupe.workersNote)"
+            )
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { pings in
-            let finished = Latch(count: actors)
-            let nodes = (0..<actors).map {
-                QueueActor(
-                    "bench.big\($0)",
-                    DispatchBigState(id: $0, pingsLeft: pings, random: FastRandom(seed: UInt64($0 + 1))))
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { pings, row in
+        let finished = Latch(count: actors)
+        let nodes = (0..<actors).map {
+            QueueActor(
+                "bench.big\($0)",
+                DispatchBigState(id: $0, pingsLeft: pings, random: FastRandom(seed: UInt64($0 + 1))))
+        }
+        for node in nodes { node.state.neighbours = nodes }
+        // Each function runs on the queue of its first argument.
+        @Sendable func sendPing(_ me: QueueActor<DispatchBigState>) {
+            let target = me.state.neighbours[me.state.random.next(below: actors)]
+            target.tell { target in
+                target.state.received += 1
+                me.tell { pong($0) }
             }
-            for node in nodes { node.state.neighbours = nodes }
-            // Each function runs on the queue of its first argument.
-            @Sendable func sendPing(_ me: QueueActor<DispatchBigState>) {
-                let target = me.state.neighbours[me.state.random.next(below: actors)]
-                target.tell { target in
-                    target.state.received += 1
-                    me.tell { pong($0) }
-                }
+        }
+        @Sendable func pong(_ me: QueueActor<DispatchBigState>) {
+            me.state.pingsLeft -= 1
+            if me.state.pingsLeft == 0 { finished.countDown() } else { sendPing(me) }
+        }
+        let stopwatch = Stopwatch()
+        for node in nodes { node.tell { sendPing($0) } }
+        finished.wait("Big / Dispatch")
+        let window = stopwatch.stop()
+        var received = 0
+        for node in nodes {
+            node.queue.sync {
+                received += node.state.received
+                node.state.neighbours = []
             }
-            @Sendable func pong(_ me: QueueActor<DispatchBigState>) {
-                me.state.pingsLeft -= 1
-                if me.state.pingsLeft == 0 { finished.countDown() } else { sendPing(me) }
-            }
-            let stopwatch = Stopwatch()
-            for node in nodes { node.tell { sendPing($0) } }
-            finished.wait("Big / Dispatch")
-            let (seconds, allocations) = stopwatch.stop()
-            var received = 0
-            for node in nodes {
-                node.queue.sync {
-                    received += node.state.received
-                    node.state.neighbours = []
-                }
-            }
-            verifyEqual(received, actors * pings, workload, BenchSystem.dispatch, "pings received")
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: actors * pings, seconds: seconds,
-                allocations: allocations, note: "Savina protocol, a serial queue per actor")
-        })
-    {
-        rows.append(m)
+        }
+        row.expect(received, actors * pings, "pings received")
+        return row.measurement(
+            window, units: actors * pings, note: "Savina protocol, a serial queue per actor")
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { pings in
-            let system = troupe.system
-            let finished = Latch(count: actors)
-            let stoppedLatch = Latch(count: actors)
-            let received = SharedSum()
-            let nodes = (0..<actors).map {
-                system.spawn(
-                    BigNode(
-                        id: $0, pings: pings, finished: finished, stoppedLatch: stoppedLatch, pingsReceived: received))
-            }
-            for node in nodes { node.tell(.neighbours(nodes)) }
-            let stopwatch = Stopwatch()
-            for node in nodes { node.tell(.start) }
-            finished.wait("Big / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            for node in nodes { node.stop() }
-            stoppedLatch.wait("Big / Troupe: stopping the actors")
-            verifyEqual(received.total, actors * pings, workload, BenchSystem.troupe, "pings received")
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: actors * pings, seconds: seconds,
-                allocations: allocations, note: "Savina protocol, tell only; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.troupe, family: .troupe) { pings, row in
+        let system = troupe.system
+        let finished = Latch(count: actors)
+        let stoppedLatch = Latch(count: actors)
+        let received = SharedSum()
+        let nodes = (0..<actors).map {
+            system.spawn(
+                BigNode(
+                    id: $0, pings: pings, finished: finished, stoppedLatch: stoppedLatch, pingsReceived: received))
+        }
+        for node in nodes { node.tell(.neighbours(nodes)) }
+        let stopwatch = Stopwatch()
+        for node in nodes { node.tell(.start) }
+        finished.wait("Big / Troupe")
+        let window = stopwatch.stop()
+        for node in nodes { node.stop() }
+        stoppedLatch.wait("Big / Troupe: stopping the actors")
+        row.expect(received.total, actors * pings, "pings received")
+        return row.measurement(
+            window, units: actors * pings, note: "Savina protocol, tell only; \(troupe.workersNote)")
     }
 
-    return rows
+    return rows.measured
 }

@@ -223,143 +223,119 @@ private struct DispatchChameneoState {
 func chameneosRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.chameneos
     let chameneos = config.chameneos
-    var rows: [Measurement] = []
-    @Sendable func check(_ result: ChameneosResult, _ meetings: Int, _ system: String) {
-        verifyEqual(result.meetingsArranged, meetings, workload, system, "meetings arranged by the mall")
-        verifyEqual(result.meetingsCounted, 2 * meetings, workload, system, "meetings counted by the chameneos")
-        verifyEqual(result.selfMeetings, 0, workload, system, "meetings of a chameneo with itself")
+    var rows = RowSet(config, workload)
+    @Sendable func check(_ result: ChameneosResult, _ meetings: Int, _ row: Row) {
+        row.expect(result.meetingsArranged, meetings, "meetings arranged by the mall")
+        row.expect(result.meetingsCounted, 2 * meetings, "meetings counted by the chameneos")
+        row.expect(result.selfMeetings, 0, "meetings of a chameneo with itself")
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { meetings in
-            runBlocking {
-                let mall = NativeMall(meetings: meetings)
-                let stopwatch = Stopwatch()
-                let result = await meetAll(at: mall, chameneos: chameneos)
-                let (seconds, allocations) = stopwatch.stop()
-                check(result, meetings, BenchSystem.swiftNative)
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: meetings, seconds: seconds,
-                    allocations: allocations,
-                    note: "\(chameneos) tasks await mall.meet(); first of a pair parked in a continuation")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { meetings, row in
+        runBlocking {
+            let mall = NativeMall(meetings: meetings)
+            let stopwatch = Stopwatch()
+            let result = await meetAll(at: mall, chameneos: chameneos)
+            let window = stopwatch.stop()
+            check(result, meetings, row)
+            return row.measurement(
+                window, units: meetings,
+                note: "\(chameneos) tasks await mall.meet(); first of a pair parked in a continuation")
+        }
     }
 
     let onTroupe = BenchSystem.nativeOnTroupeExecutors
-    if let m = benchmark(
-        config, workload, system: onTroupe, family: .native,
-        { meetings in
-            let system = troupe.system
-            return runBlocking(on: system.taskExecutor) {
-                let mall = ExecutorMall(meetings: meetings, executor: system.makeSerialExecutor())
-                let stopwatch = Stopwatch()
-                let result = await meetAll(at: mall, chameneos: chameneos)
-                let (seconds, allocations) = stopwatch.stop()
-                check(result, meetings, onTroupe)
-                return Measurement(
-                    workload: workload, system: onTroupe, messages: meetings, seconds: seconds,
-                    allocations: allocations,
-                    note:
-                        "the native form: the mall on a TroupeSerialExecutor, \(chameneos) tasks on the task executor; \(troupe.workersNote)"
-                )
-            }
-        })
-    {
-        rows.append(m)
-    }
-
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { meetings in
-            let done = Completion<ChameneosResult>()
-            let mall = QueueActor("bench.mall", DispatchMallState(meetingsLeft: meetings))
-            // Each function runs on the queue of its first argument.
-            @Sendable func arrive(
-                _ mall: QueueActor<DispatchMallState>, _ who: QueueActor<DispatchChameneoState>, _ id: Int,
-                _ colour: Colour
-            ) {
-                if mall.state.meetingsLeft == 0 {
-                    who.tell { leave($0) }
-                } else if let first = mall.state.waiting {
-                    mall.state.waiting = nil
-                    mall.state.meetingsLeft -= 1
-                    mall.state.result.meetingsArranged += 1
-                    first.chameneo.tell { meet($0, partner: who, partnerID: id, colour: colour) }
-                } else {
-                    mall.state.waiting = (who, id, colour)
-                }
-            }
-            @Sendable func meet(
-                _ me: QueueActor<DispatchChameneoState>, partner: QueueActor<DispatchChameneoState>, partnerID: Int,
-                colour: Colour
-            ) {
-                me.state.colour = me.state.colour.complement(colour)
-                me.state.meetings += 1
-                if partnerID == me.state.id { me.state.selfMeetings += 1 }
-                let (id, newColour) = (me.state.id, me.state.colour)
-                partner.tell { change($0, colour: newColour, partnerID: id) }
-                mall.tell { arrive($0, me, id, newColour) }
-            }
-            @Sendable func change(_ me: QueueActor<DispatchChameneoState>, colour: Colour, partnerID: Int) {
-                me.state.colour = colour
-                me.state.meetings += 1
-                if partnerID == me.state.id { me.state.selfMeetings += 1 }
-                let id = me.state.id
-                mall.tell { arrive($0, me, id, colour) }
-            }
-            @Sendable func leave(_ me: QueueActor<DispatchChameneoState>) {
-                let (count, selfMeetings) = (me.state.meetings, me.state.selfMeetings)
-                mall.tell { mall in
-                    mall.state.result.meetingsCounted += count
-                    mall.state.result.selfMeetings += selfMeetings
-                    mall.state.reports += 1
-                    if mall.state.reports == chameneos { done.complete(mall.state.result) }
-                }
-            }
-            let all = (0..<chameneos).map {
-                QueueActor("bench.chameneo\($0)", DispatchChameneoState(id: $0, colour: .initial($0)))
-            }
+    rows.measure(onTroupe, family: .native) { meetings, row in
+        let system = troupe.system
+        return runBlocking(on: system.taskExecutor) {
+            let mall = ExecutorMall(meetings: meetings, executor: system.makeSerialExecutor())
             let stopwatch = Stopwatch()
-            for (id, chameneo) in all.enumerated() {
-                let colour = Colour.initial(id)
-                mall.tell { arrive($0, chameneo, id, colour) }
+            let result = await meetAll(at: mall, chameneos: chameneos)
+            let window = stopwatch.stop()
+            check(result, meetings, row)
+            return row.measurement(
+                window, units: meetings,
+                note:
+                    "the native form: the mall on a TroupeSerialExecutor, \(chameneos) tasks on the task executor; \(troupe.workersNote)"
+            )
+        }
+    }
+
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { meetings, row in
+        let done = Completion<ChameneosResult>()
+        let mall = QueueActor("bench.mall", DispatchMallState(meetingsLeft: meetings))
+        // Each function runs on the queue of its first argument.
+        @Sendable func arrive(
+            _ mall: QueueActor<DispatchMallState>, _ who: QueueActor<DispatchChameneoState>, _ id: Int,
+            _ colour: Colour
+        ) {
+            if mall.state.meetingsLeft == 0 {
+                who.tell { leave($0) }
+            } else if let first = mall.state.waiting {
+                mall.state.waiting = nil
+                mall.state.meetingsLeft -= 1
+                mall.state.result.meetingsArranged += 1
+                first.chameneo.tell { meet($0, partner: who, partnerID: id, colour: colour) }
+            } else {
+                mall.state.waiting = (who, id, colour)
             }
-            let result = done.wait("Chameneos / Dispatch")
-            let (seconds, allocations) = stopwatch.stop()
-            check(result, meetings, BenchSystem.dispatch)
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: meetings, seconds: seconds,
-                allocations: allocations, note: "Savina protocol, a serial queue per chameneo and for the mall")
-        })
-    {
-        rows.append(m)
+        }
+        @Sendable func meet(
+            _ me: QueueActor<DispatchChameneoState>, partner: QueueActor<DispatchChameneoState>, partnerID: Int,
+            colour: Colour
+        ) {
+            me.state.colour = me.state.colour.complement(colour)
+            me.state.meetings += 1
+            if partnerID == me.state.id { me.state.selfMeetings += 1 }
+            let (id, newColour) = (me.state.id, me.state.colour)
+            partner.tell { change($0, colour: newColour, partnerID: id) }
+            mall.tell { arrive($0, me, id, newColour) }
+        }
+        @Sendable func change(_ me: QueueActor<DispatchChameneoState>, colour: Colour, partnerID: Int) {
+            me.state.colour = colour
+            me.state.meetings += 1
+            if partnerID == me.state.id { me.state.selfMeetings += 1 }
+            let id = me.state.id
+            mall.tell { arrive($0, me, id, colour) }
+        }
+        @Sendable func leave(_ me: QueueActor<DispatchChameneoState>) {
+            let (count, selfMeetings) = (me.state.meetings, me.state.selfMeetings)
+            mall.tell { mall in
+                mall.state.result.meetingsCounted += count
+                mall.state.result.selfMeetings += selfMeetings
+                mall.state.reports += 1
+                if mall.state.reports == chameneos { done.complete(mall.state.result) }
+            }
+        }
+        let all = (0..<chameneos).map {
+            QueueActor("bench.chameneo\($0)", DispatchChameneoState(id: $0, colour: .initial($0)))
+        }
+        let stopwatch = Stopwatch()
+        for (id, chameneo) in all.enumerated() {
+            let colour = Colour.initial(id)
+            mall.tell { arrive($0, chameneo, id, colour) }
+        }
+        let result = done.wait("Chameneos / Dispatch")
+        let window = stopwatch.stop()
+        check(result, meetings, row)
+        return row.measurement(
+            window, units: meetings, note: "Savina protocol, a serial queue per chameneo and for the mall")
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { meetings in
-            let system = troupe.system
-            let done = Completion<ChameneosResult>()
-            let deadLetters = system.deadLetters.total
-            let mall = system.spawn(Mall(meetings: meetings, chameneos: chameneos, done: done))
-            let all = (0..<chameneos).map { id in system.spawn(Chameneo(id: id, mall: mall, colour: .initial(id))) }
-            let stopwatch = Stopwatch()
-            for chameneo in all { chameneo.tell(.start) }
-            let result = done.wait("Chameneos / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            check(result, meetings, BenchSystem.troupe)
-            verifyEqual(system.deadLetters.total - deadLetters, 0, workload, BenchSystem.troupe, "dead letters")
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: meetings, seconds: seconds,
-                allocations: allocations, note: "Savina protocol, tell only; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.troupe, family: .troupe) { meetings, row in
+        let system = troupe.system
+        let done = Completion<ChameneosResult>()
+        let deadLetters = system.deadLetters.total
+        let mall = system.spawn(Mall(meetings: meetings, chameneos: chameneos, done: done))
+        let all = (0..<chameneos).map { id in system.spawn(Chameneo(id: id, mall: mall, colour: .initial(id))) }
+        let stopwatch = Stopwatch()
+        for chameneo in all { chameneo.tell(.start) }
+        let result = done.wait("Chameneos / Troupe")
+        let window = stopwatch.stop()
+        check(result, meetings, row)
+        row.expect(system.deadLetters.total - deadLetters, 0, "dead letters")
+        return row.measurement(
+            window, units: meetings, note: "Savina protocol, tell only; \(troupe.workersNote)")
     }
 
-    return rows
+    return rows.measured
 }

@@ -88,145 +88,110 @@ private actor ExecutorProducer {
 
 func countingRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.counting
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
     for shared in [true, false] {
         let name = shared ? BenchSystem.nativeOnTroupeOneExecutor : BenchSystem.nativeOnTroupeTwoExecutors
-        if let m = benchmark(
-            config, workload, system: name, family: shared ? .native : .dispatch,
-            { n in
-                let system = troupe.system
-                let producerExecutor = system.makeSerialExecutor()
-                let counter = ExecutorCounter(executor: shared ? producerExecutor : system.makeSerialExecutor())
-                let producer = ExecutorProducer(executor: producerExecutor)
-                return runBlocking {
-                    let stopwatch = Stopwatch()
-                    let count =
-                        shared
-                        ? await producer.run(counter, increments: n)
-                        : await producer.runCrossing(counter, increments: n)
-                    let (seconds, allocations) = stopwatch.stop()
-                    verifyEqual(count, n, workload, name, "final count")
-                    return Measurement(
-                        workload: workload, system: name, messages: n, seconds: seconds, allocations: allocations,
-                        note: shared
-                            ? "producer and counter share one TroupeSerialExecutor: awaited calls without a hop"
-                            : "producer and counter on TroupeSerialExecutors of their own; the producer writes its state after each call, so each increment hops there and back; \(troupe.workersNote)"
-                    )
-                }
-            })
-        {
-            rows.append(m)
+        rows.measure(name, family: shared ? .native : .dispatch) { n, row in
+            let system = troupe.system
+            let producerExecutor = system.makeSerialExecutor()
+            let counter = ExecutorCounter(executor: shared ? producerExecutor : system.makeSerialExecutor())
+            let producer = ExecutorProducer(executor: producerExecutor)
+            return runBlocking {
+                let stopwatch = Stopwatch()
+                let count =
+                    shared
+                    ? await producer.run(counter, increments: n)
+                    : await producer.runCrossing(counter, increments: n)
+                let window = stopwatch.stop()
+                row.expect(count, n, "final count")
+                return row.measurement(
+                    window, units: n,
+                    note: shared
+                        ? "producer and counter share one TroupeSerialExecutor: awaited calls without a hop"
+                        : "producer and counter on TroupeSerialExecutors of their own; the producer writes its state after each call, so each increment hops there and back; \(troupe.workersNote)"
+                )
+            }
         }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { n in
-            runBlocking {
-                let counter = NativeCounter()
-                let producer = NativeProducer()
-                let stopwatch = Stopwatch()
-                let count = await producer.run(counter, increments: n)
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(count, n, workload, BenchSystem.swiftNative, "final count")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                    allocations: allocations,
-                    note: "producer actor awaits counter.increment(): on the caller's thread, no hop, no message")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { n, row in
+        runBlocking {
+            let counter = NativeCounter()
+            let producer = NativeProducer()
+            let stopwatch = Stopwatch()
+            let count = await producer.run(counter, increments: n)
+            let window = stopwatch.stop()
+            row.expect(count, n, "final count")
+            return row.measurement(
+                window, units: n,
+                note: "producer actor awaits counter.increment(): on the caller's thread, no hop, no message")
+        }
     }
 
     let stream = oneWayNativeSystem
-    if let m = benchmark(
-        config, workload, system: stream, family: .native, divisor: 10,
-        { n in
-            runBlocking {
-                let (values, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
-                let stopwatch = Stopwatch()
-                let consumer = Task {
-                    var count = 0
-                    for await increment in values { count += increment }
-                    return count
-                }
-                for _ in 0..<n { continuation.yield(1) }
-                continuation.finish()
-                let count = await consumer.value
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(count, n, workload, stream, "final count")
-                return Measurement(
-                    workload: workload, system: stream, messages: n, seconds: seconds,
-                    allocations: allocations, note: "one-way: yield into AsyncStream(.unbounded) → consumer task")
+    rows.measure(stream, family: .native, divisor: 10) { n, row in
+        runBlocking {
+            let (values, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
+            let stopwatch = Stopwatch()
+            let consumer = Task {
+                var count = 0
+                for await increment in values { count += increment }
+                return count
             }
-        })
-    {
-        rows.append(m)
+            for _ in 0..<n { continuation.yield(1) }
+            continuation.finish()
+            let count = await consumer.value
+            let window = stopwatch.stop()
+            row.expect(count, n, "final count")
+            return row.measurement(
+                window, units: n, note: "one-way: yield into AsyncStream(.unbounded) → consumer task")
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { n in
-            let counter = QueueActor("bench.counting", 0)
-            let stopwatch = Stopwatch()
-            for _ in 0..<n { counter.tell { $0.state += 1 } }
-            let count = counter.queue.sync { counter.state }
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(count, n, workload, BenchSystem.dispatch, "final count")
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
-                allocations: allocations, note: "thread posts queue.async { count += 1 }")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { n, row in
+        let counter = QueueActor("bench.counting", 0)
+        let stopwatch = Stopwatch()
+        for _ in 0..<n { counter.tell { $0.state += 1 } }
+        let count = counter.queue.sync { counter.state }
+        let window = stopwatch.stop()
+        row.expect(count, n, "final count")
+        return row.measurement(
+            window, units: n, note: "thread posts queue.async { count += 1 }")
     }
 
     for variant in TroupeHost.introspectionVariants {
         let name = variant.system
-        if let m = benchmark(
-            config, workload, system: name, family: .troupe,
-            { n in
-                troupe.withRowSystem(variant) { system, systemNote in
-                    let done = Completion<Int>()
-                    let counter = system.spawn(Counter(expected: n, done: done))
-                    let stopwatch = Stopwatch()
-                    for _ in 0..<n { counter.tell(.increment) }
-                    let count = done.wait("Counting / \(name)")
-                    let (seconds, allocations) = stopwatch.stop()
-                    verifyEqual(count, n, workload, name, "final count")
-                    counter.stop()
-                    return Measurement(
-                        workload: workload, system: name, messages: n, seconds: seconds,
-                        allocations: allocations, note: "producer: a plain thread; \(systemNote)")
-                }
-            })
-        {
-            rows.append(m)
+        rows.measure(name, family: .troupe) { n, row in
+            troupe.withRowSystem(variant) { system, systemNote in
+                let done = Completion<Int>()
+                let counter = system.spawn(Counter(expected: n, done: done))
+                let stopwatch = Stopwatch()
+                for _ in 0..<n { counter.tell(.increment) }
+                let count = done.wait("Counting / \(name)")
+                let window = stopwatch.stop()
+                row.expect(count, n, "final count")
+                counter.stop()
+                return row.measurement(
+                    window, units: n, note: "producer: a plain thread; \(systemNote)")
+            }
         }
     }
 
     let actorProducer = "Troupe (actor producer)"
-    if let m = benchmark(
-        config, workload, system: actorProducer, family: .troupe,
-        { n in
-            let done = Completion<Int>()
-            let counter = troupe.system.spawn(Counter(expected: n, done: done))
-            let producer = troupe.system.spawn(Producer(counter: counter, remaining: n))
-            let stopwatch = Stopwatch()
-            producer.tell(.produce)
-            let count = done.wait("Counting / Troupe (actor producer)")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(count, n, workload, actorProducer, "final count")
-            counter.stop()
-            return Measurement(
-                workload: workload, system: actorProducer, messages: n, seconds: seconds,
-                allocations: allocations, note: "Savina form: producer actor, chunks of \(Producer.chunk)")
-        })
-    {
-        rows.append(m)
+    rows.measure(actorProducer, family: .troupe) { n, row in
+        let done = Completion<Int>()
+        let counter = troupe.system.spawn(Counter(expected: n, done: done))
+        let producer = troupe.system.spawn(Producer(counter: counter, remaining: n))
+        let stopwatch = Stopwatch()
+        producer.tell(.produce)
+        let count = done.wait("Counting / Troupe (actor producer)")
+        let window = stopwatch.stop()
+        row.expect(count, n, "final count")
+        counter.stop()
+        return row.measurement(
+            window, units: n, note: "Savina form: producer actor, chunks of \(Producer.chunk)")
     }
 
-    return rows
+    return rows.measured
 }

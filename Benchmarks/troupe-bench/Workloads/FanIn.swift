@@ -33,117 +33,93 @@ private actor NativeAccumulator {
 func fanInRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.fanIn
     let producers = config.fanInProducers
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
     /// Producer p sends p·m ..< (p+1)·m, so the total is the sum of 0 ..< producers·m.
     @Sendable func expectedSum(_ m: Int) -> Int { let total = producers * m; return total * (total - 1) / 2 }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { perProducer in
-            runBlocking {
-                let accumulator = NativeAccumulator()
-                let stopwatch = Stopwatch()
-                await withTaskGroup(of: Void.self) { group in
-                    for producer in 0..<producers {
-                        group.addTask {
-                            for i in 0..<perProducer { await accumulator.add(producer &* perProducer &+ i) }
-                        }
+    rows.measure(BenchSystem.swiftNative, family: .native) { perProducer, row in
+        runBlocking {
+            let accumulator = NativeAccumulator()
+            let stopwatch = Stopwatch()
+            await withTaskGroup(of: Void.self) { group in
+                for producer in 0..<producers {
+                    group.addTask {
+                        for i in 0..<perProducer { await accumulator.add(producer &* perProducer &+ i) }
                     }
                 }
-                let sum = await accumulator.sum
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(sum, expectedSum(perProducer), workload, BenchSystem.swiftNative, "sum")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: producers * perProducer,
-                    seconds: seconds, allocations: allocations, note: "\(producers) tasks await accumulator.add(x)")
             }
-        })
-    {
-        rows.append(m)
+            let sum = await accumulator.sum
+            let window = stopwatch.stop()
+            row.expect(sum, expectedSum(perProducer), "sum")
+            return row.measurement(
+                window, units: producers * perProducer, note: "\(producers) tasks await accumulator.add(x)")
+        }
     }
 
     let stream = oneWayNativeSystem
-    if let m = benchmark(
-        config, workload, system: stream, family: .native, divisor: 10,
-        { perProducer in
-            runBlocking {
-                let (values, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
-                let stopwatch = Stopwatch()
-                let consumer = Task {
-                    var sum = 0
-                    for await value in values { sum &+= value }
-                    return sum
-                }
-                await withTaskGroup(of: Void.self) { group in
-                    for producer in 0..<producers {
-                        group.addTask {
-                            for i in 0..<perProducer { continuation.yield(producer &* perProducer &+ i) }
-                        }
-                    }
-                }
-                continuation.finish()
-                let sum = await consumer.value
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(sum, expectedSum(perProducer), workload, stream, "sum")
-                return Measurement(
-                    workload: workload, system: stream, messages: producers * perProducer, seconds: seconds,
-                    allocations: allocations, note: "one-way: \(producers) tasks yield into one AsyncStream")
-            }
-        })
-    {
-        rows.append(m)
-    }
-
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { perProducer in
-            let target = QueueActor("bench.fanin.target", 0)
-            let producerQueues = (0..<producers).map { DispatchQueue(label: "bench.fanin.producer\($0)") }
-            let group = DispatchGroup()
+    rows.measure(stream, family: .native, divisor: 10) { perProducer, row in
+        runBlocking {
+            let (values, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
             let stopwatch = Stopwatch()
-            for (producer, queue) in producerQueues.enumerated() {
-                queue.async(group: group) {
-                    for i in 0..<perProducer {
-                        let value = producer &* perProducer &+ i
-                        target.tell { $0.state &+= value }
+            let consumer = Task {
+                var sum = 0
+                for await value in values { sum &+= value }
+                return sum
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for producer in 0..<producers {
+                    group.addTask {
+                        for i in 0..<perProducer { continuation.yield(producer &* perProducer &+ i) }
                     }
                 }
             }
-            group.wait()
-            let sum = target.queue.sync { target.state }
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(sum, expectedSum(perProducer), workload, BenchSystem.dispatch, "sum")
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: producers * perProducer,
-                seconds: seconds, allocations: allocations, note: "\(producers) producer queues → target.async")
-        })
-    {
-        rows.append(m)
+            continuation.finish()
+            let sum = await consumer.value
+            let window = stopwatch.stop()
+            row.expect(sum, expectedSum(perProducer), "sum")
+            return row.measurement(
+                window, units: producers * perProducer, note: "one-way: \(producers) tasks yield into one AsyncStream")
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { perProducer in
-            let done = Completion<Int>()
-            let accumulator = troupe.system.spawn(Accumulator(expected: producers * perProducer, done: done))
-            let stopwatch = Stopwatch()
-            let threads = (0..<producers).map { producer in
-                startThread {
-                    for i in 0..<perProducer { accumulator.tell(.add(producer &* perProducer &+ i)) }
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { perProducer, row in
+        let target = QueueActor("bench.fanin.target", 0)
+        let producerQueues = (0..<producers).map { DispatchQueue(label: "bench.fanin.producer\($0)") }
+        let group = DispatchGroup()
+        let stopwatch = Stopwatch()
+        for (producer, queue) in producerQueues.enumerated() {
+            queue.async(group: group) {
+                for i in 0..<perProducer {
+                    let value = producer &* perProducer &+ i
+                    target.tell { $0.state &+= value }
                 }
             }
-            for thread in threads { joinThread(thread) }
-            let sum = done.wait("FanIn / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(sum, expectedSum(perProducer), workload, BenchSystem.troupe, "sum")
-            accumulator.stop()
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: producers * perProducer,
-                seconds: seconds, allocations: allocations, note: "\(producers) producer threads")
-        })
-    {
-        rows.append(m)
+        }
+        group.wait()
+        let sum = target.queue.sync { target.state }
+        let window = stopwatch.stop()
+        row.expect(sum, expectedSum(perProducer), "sum")
+        return row.measurement(
+            window, units: producers * perProducer, note: "\(producers) producer queues → target.async")
     }
 
-    return rows
+    rows.measure(BenchSystem.troupe, family: .troupe) { perProducer, row in
+        let done = Completion<Int>()
+        let accumulator = troupe.system.spawn(Accumulator(expected: producers * perProducer, done: done))
+        let stopwatch = Stopwatch()
+        let threads = (0..<producers).map { producer in
+            startThread {
+                for i in 0..<perProducer { accumulator.tell(.add(producer &* perProducer &+ i)) }
+            }
+        }
+        for thread in threads { joinThread(thread) }
+        let sum = done.wait("FanIn / Troupe")
+        let window = stopwatch.stop()
+        row.expect(sum, expectedSum(perProducer), "sum")
+        accumulator.stop()
+        return row.measurement(
+            window, units: producers * perProducer, note: "\(producers) producer threads")
+    }
+
+    return rows.measured
 }

@@ -102,117 +102,87 @@ private struct DispatchFibState {
 
 func fibonacciRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.fibonacci
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { n in
-            runBlocking {
-                let stopwatch = Stopwatch()
-                let value = await NativeFibNode().compute(n)
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(value, fibonacci(n), workload, BenchSystem.swiftNative, "fib(\(n))")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: fibonacciNodes(n), seconds: seconds,
-                    allocations: allocations, note: "fib(\(n)): await FibNode().compute(n - 1), then n - 2")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { n, row in
+        runBlocking {
+            let stopwatch = Stopwatch()
+            let value = await NativeFibNode().compute(n)
+            let window = stopwatch.stop()
+            row.expect(value, fibonacci(n), "fib(\(n))")
+            return row.measurement(
+                window, units: fibonacciNodes(n), note: "fib(\(n)): await FibNode().compute(n - 1), then n - 2")
+        }
     }
 
     let concurrent = "Swift native (async let)"
-    if let m = benchmark(
-        config, workload, system: concurrent, family: .native,
-        { size in
-            runBlocking {
-                let n = config.quick ? size : max(2, size - 3)
-                let stopwatch = Stopwatch()
-                let value = await NativeFibNode().computeConcurrently(n)
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(value, fibonacci(n), workload, concurrent, "fib(\(n))")
-                return Measurement(
-                    workload: workload, system: concurrent, messages: fibonacciNodes(n), seconds: seconds,
-                    allocations: allocations, note: "fib(\(n)): async let children, in parallel")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(concurrent, family: .native) { size, row in
+        runBlocking {
+            let n = config.quick ? size : max(2, size - 3)
+            let stopwatch = Stopwatch()
+            let value = await NativeFibNode().computeConcurrently(n)
+            let window = stopwatch.stop()
+            row.expect(value, fibonacci(n), "fib(\(n))")
+            return row.measurement(
+                window, units: fibonacciNodes(n), note: "fib(\(n)): async let children, in parallel")
+        }
     }
 
     let onTroupe = BenchSystem.nativeOnTroupeExecutors
-    if let m = benchmark(
-        config, workload, system: onTroupe, family: .native,
-        { n in
-            let system = troupe.system
-            return runBlocking(on: system.taskExecutor) {
-                let stopwatch = Stopwatch()
-                let value = await ExecutorFibNode(system: system).compute(n, system: system)
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(value, fibonacci(n), workload, onTroupe, "fib(\(n))")
-                return Measurement(
-                    workload: workload, system: onTroupe, messages: fibonacciNodes(n), seconds: seconds,
-                    allocations: allocations,
-                    note: "the native form, a new actor on a new TroupeSerialExecutor per node; \(troupe.workersNote)")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(onTroupe, family: .native) { n, row in
+        let system = troupe.system
+        return runBlocking(on: system.taskExecutor) {
+            let stopwatch = Stopwatch()
+            let value = await ExecutorFibNode(system: system).compute(n, system: system)
+            let window = stopwatch.stop()
+            row.expect(value, fibonacci(n), "fib(\(n))")
+            return row.measurement(
+                window, units: fibonacciNodes(n),
+                note: "the native form, a new actor on a new TroupeSerialExecutor per node; \(troupe.workersNote)")
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { n in
-            let done = Completion<Int>()
-            // Runs on `node`'s queue.
-            @Sendable func request(_ node: QueueActor<DispatchFibState>, _ k: Int) {
-                if k < 2 { reply(node, k); return }
-                QueueActor("bench.fib", DispatchFibState(parent: node)).tell { request($0, k - 1) }
-                QueueActor("bench.fib", DispatchFibState(parent: node)).tell { request($0, k - 2) }
-            }
-            @Sendable func reply(_ node: QueueActor<DispatchFibState>, _ value: Int) {
-                if let parent = node.state.parent {
-                    parent.tell { parent in
-                        parent.state.sum += value
-                        parent.state.pending -= 1
-                        if parent.state.pending == 0 { reply(parent, parent.state.sum) }
-                    }
-                } else {
-                    done.complete(value)
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { n, row in
+        let done = Completion<Int>()
+        // Runs on `node`'s queue.
+        @Sendable func request(_ node: QueueActor<DispatchFibState>, _ k: Int) {
+            if k < 2 { reply(node, k); return }
+            QueueActor("bench.fib", DispatchFibState(parent: node)).tell { request($0, k - 1) }
+            QueueActor("bench.fib", DispatchFibState(parent: node)).tell { request($0, k - 2) }
+        }
+        @Sendable func reply(_ node: QueueActor<DispatchFibState>, _ value: Int) {
+            if let parent = node.state.parent {
+                parent.tell { parent in
+                    parent.state.sum += value
+                    parent.state.pending -= 1
+                    if parent.state.pending == 0 { reply(parent, parent.state.sum) }
                 }
+            } else {
+                done.complete(value)
             }
-            let stopwatch = Stopwatch()
-            QueueActor("bench.fib", DispatchFibState(parent: nil)).tell { request($0, n) }
-            let value = done.wait("Fibonacci / Dispatch")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(value, fibonacci(n), workload, BenchSystem.dispatch, "fib(\(n))")
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: fibonacciNodes(n), seconds: seconds,
-                allocations: allocations, note: "fib(\(n)): a serial queue per node")
-        })
-    {
-        rows.append(m)
+        }
+        let stopwatch = Stopwatch()
+        QueueActor("bench.fib", DispatchFibState(parent: nil)).tell { request($0, n) }
+        let value = done.wait("Fibonacci / Dispatch")
+        let window = stopwatch.stop()
+        row.expect(value, fibonacci(n), "fib(\(n))")
+        return row.measurement(
+            window, units: fibonacciNodes(n), note: "fib(\(n)): a serial queue per node")
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { n in
-            let system = troupe.system
-            let done = Completion<Int>()
-            let deadLetters = system.deadLetters.total
-            let stopwatch = Stopwatch()
-            system.spawn(FibNode(parent: nil, root: done)).tell(.request(n))
-            let value = done.wait("Fibonacci / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(value, fibonacci(n), workload, BenchSystem.troupe, "fib(\(n))")
-            verifyEqual(system.deadLetters.total - deadLetters, 0, workload, BenchSystem.troupe, "dead letters")
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: fibonacciNodes(n), seconds: seconds,
-                allocations: allocations, note: "fib(\(n)): spawn + tell per node; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.troupe, family: .troupe) { n, row in
+        let system = troupe.system
+        let done = Completion<Int>()
+        let deadLetters = system.deadLetters.total
+        let stopwatch = Stopwatch()
+        system.spawn(FibNode(parent: nil, root: done)).tell(.request(n))
+        let value = done.wait("Fibonacci / Troupe")
+        let window = stopwatch.stop()
+        row.expect(value, fibonacci(n), "fib(\(n))")
+        row.expect(system.deadLetters.total - deadLetters, 0, "dead letters")
+        return row.measurement(
+            window, units: fibonacciNodes(n), note: "fib(\(n)): spawn + tell per node; \(troupe.workersNote)")
     }
 
-    return rows
+    return rows.measured
 }

@@ -47,13 +47,31 @@ private struct ThroughputWorker: ActorDefinition {
     }
 }
 
-private actor NativeThroughputWorker {
+/// The native worker's interface, so that both native forms run through `roundRobin`.
+private protocol NativeThroughputWorking: Actor {
+    func work(_ value: Int)
+    var checksum: Int { get }
+}
+
+/// The native fjthrput form: one task awaits `worker.work(m)` round robin, then sums the
+/// checksums. Returns the measured window and the sum.
+private func roundRobin<Worker: NativeThroughputWorking>(_ workers: [Worker], perActor: Int) async -> (Window, Int) {
+    let stopwatch = Stopwatch()
+    for value in 0..<perActor {
+        for worker in workers { await worker.work(value) }
+    }
+    var total = 0
+    for worker in workers { total &+= await worker.checksum }
+    return (stopwatch.stop(), total)
+}
+
+private actor NativeThroughputWorker: NativeThroughputWorking {
     private(set) var checksum = 0
     func work(_ value: Int) { checksum = mix(checksum, value) }
 }
 
 /// The native worker on a Troupe serial executor of its own.
-private actor ExecutorThroughputWorker {
+private actor ExecutorThroughputWorker: NativeThroughputWorking {
     nonisolated let executor: TroupeSerialExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private(set) var checksum = 0
@@ -81,178 +99,124 @@ private actor NativeCreatedWorker {
 func forkJoinThroughputRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.forkJoinThroughput
     let actors = config.forkJoinActors
-    var rows: [Measurement] = []
-    @Sendable func check(_ total: Int, _ perActor: Int, _ system: String) {
-        verifyEqual(total, expectedChecksum(perActor) &* actors, workload, system, "sum of the actors' checksums")
+    var rows = RowSet(config, workload)
+    @Sendable func check(_ total: Int, _ perActor: Int, _ row: Row) {
+        row.expect(total, expectedChecksum(perActor) &* actors, "sum of the actors' checksums")
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { perActor in
-            runBlocking {
-                let workers = (0..<actors).map { _ in NativeThroughputWorker() }
-                let stopwatch = Stopwatch()
-                for value in 0..<perActor {
-                    for worker in workers { await worker.work(value) }
-                }
-                var total = 0
-                for worker in workers { total &+= await worker.checksum }
-                let (seconds, allocations) = stopwatch.stop()
-                check(total, perActor, BenchSystem.swiftNative)
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: actors * perActor, seconds: seconds,
-                    allocations: allocations, note: "one task awaits worker.work(m) round robin")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { perActor, row in
+        runBlocking {
+            let (window, total) = await roundRobin(
+                (0..<actors).map { _ in NativeThroughputWorker() }, perActor: perActor)
+            check(total, perActor, row)
+            return row.measurement(
+                window, units: actors * perActor, note: "one task awaits worker.work(m) round robin")
+        }
     }
 
     let onTroupe = BenchSystem.nativeOnTroupeExecutors
-    if let m = benchmark(
-        config, workload, system: onTroupe, family: .native,
-        { perActor in
-            let system = troupe.system
-            return runBlocking(on: system.taskExecutor) {
-                let workers = (0..<actors).map { _ in ExecutorThroughputWorker(executor: system.makeSerialExecutor()) }
-                let stopwatch = Stopwatch()
-                for value in 0..<perActor {
-                    for worker in workers { await worker.work(value) }
-                }
-                var total = 0
-                for worker in workers { total &+= await worker.checksum }
-                let (seconds, allocations) = stopwatch.stop()
-                check(total, perActor, onTroupe)
-                return Measurement(
-                    workload: workload, system: onTroupe, messages: actors * perActor, seconds: seconds,
-                    allocations: allocations,
-                    note:
-                        "the native form: one task on the task executor awaits worker.work(m) round robin, each worker on a TroupeSerialExecutor; \(troupe.workersNote)"
-                )
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(onTroupe, family: .native) { perActor, row in
+        let system = troupe.system
+        return runBlocking(on: system.taskExecutor) {
+            let workers = (0..<actors).map { _ in ExecutorThroughputWorker(executor: system.makeSerialExecutor()) }
+            let (window, total) = await roundRobin(workers, perActor: perActor)
+            check(total, perActor, row)
+            return row.measurement(
+                window, units: actors * perActor,
+                note:
+                    "the native form: one task on the task executor awaits worker.work(m) round robin, each worker on a TroupeSerialExecutor; \(troupe.workersNote)"
+            )
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { perActor in
-            let workers = (0..<actors).map { QueueActor("bench.fjt\($0)", 0) }
-            let stopwatch = Stopwatch()
-            for value in 0..<perActor {
-                for worker in workers { worker.tell { $0.state = mix($0.state, value) } }
-            }
-            var total = 0
-            for worker in workers { total &+= worker.queue.sync { worker.state } }
-            let (seconds, allocations) = stopwatch.stop()
-            check(total, perActor, BenchSystem.dispatch)
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: actors * perActor, seconds: seconds,
-                allocations: allocations, note: "main thread posts queue.async round robin")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { perActor, row in
+        let workers = (0..<actors).map { QueueActor("bench.fjt\($0)", 0) }
+        let stopwatch = Stopwatch()
+        for value in 0..<perActor {
+            for worker in workers { worker.tell { $0.state = mix($0.state, value) } }
+        }
+        var total = 0
+        for worker in workers { total &+= worker.queue.sync { worker.state } }
+        let window = stopwatch.stop()
+        check(total, perActor, row)
+        return row.measurement(
+            window, units: actors * perActor, note: "main thread posts queue.async round robin")
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { perActor in
-            let system = troupe.system
-            let finished = Latch(count: actors)
-            let checksums = SharedSum()
-            let workers = (0..<actors).map { _ in
-                system.spawn(ThroughputWorker(expected: perActor, finished: finished, checksums: checksums))
-            }
-            let stopwatch = Stopwatch()
-            for value in 0..<perActor {
-                for worker in workers { worker.tell(.work(value)) }
-            }
-            finished.wait("ForkJoinThroughput / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            check(checksums.total, perActor, BenchSystem.troupe)
-            for worker in workers { worker.stop() }
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: actors * perActor, seconds: seconds,
-                allocations: allocations, note: "a plain thread tells round robin; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.troupe, family: .troupe) { perActor, row in
+        let system = troupe.system
+        let finished = Latch(count: actors)
+        let checksums = SharedSum()
+        let workers = (0..<actors).map { _ in
+            system.spawn(ThroughputWorker(expected: perActor, finished: finished, checksums: checksums))
+        }
+        let stopwatch = Stopwatch()
+        for value in 0..<perActor {
+            for worker in workers { worker.tell(.work(value)) }
+        }
+        finished.wait("ForkJoinThroughput / Troupe")
+        let window = stopwatch.stop()
+        check(checksums.total, perActor, row)
+        for worker in workers { worker.stop() }
+        return row.measurement(
+            window, units: actors * perActor, note: "a plain thread tells round robin; \(troupe.workersNote)")
     }
 
-    return rows
+    return rows.measured
 }
 
 func forkJoinCreationRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.forkJoinCreation
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
     @Sendable func expectedSum(_ n: Int) -> Int { (0..<n).reduce(0) { $0 &+ mix(0, $1) } }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { n in
-            runBlocking {
-                let stopwatch = Stopwatch()
-                var total = 0
-                for value in 0..<n {
-                    let worker = NativeCreatedWorker()
-                    total &+= await worker.work(value)
-                }
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(total, expectedSum(n), workload, BenchSystem.swiftNative, "sum of results")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                    allocations: allocations, note: "one task: create actor, await work(i), release it")
-            }
-        })
-    {
-        rows.append(m)
-    }
-
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { n in
-            let finished = Latch(count: n)
-            let results = SharedSum()
+    rows.measure(BenchSystem.swiftNative, family: .native) { n, row in
+        runBlocking {
             let stopwatch = Stopwatch()
+            var total = 0
             for value in 0..<n {
-                let worker = QueueActor("bench.fjc", 0)
-                worker.tell { _ in
-                    results.add(mix(0, value))
-                    finished.countDown()
-                }
+                let worker = NativeCreatedWorker()
+                total &+= await worker.work(value)
             }
-            finished.wait("ForkJoinCreation / Dispatch")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(results.total, expectedSum(n), workload, BenchSystem.dispatch, "sum of results")
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
-                allocations: allocations, note: "new serial queue + one async per actor")
-        })
-    {
-        rows.append(m)
+            let window = stopwatch.stop()
+            row.expect(total, expectedSum(n), "sum of results")
+            return row.measurement(
+                window, units: n, note: "one task: create actor, await work(i), release it")
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { n in
-            let system = troupe.system
-            let finished = Latch(count: n)
-            let results = SharedSum()
-            let stopwatch = Stopwatch()
-            for value in 0..<n {
-                system.spawn(CreatedWorker(finished: finished, results: results)).tell(.work(value))
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { n, row in
+        let finished = Latch(count: n)
+        let results = SharedSum()
+        let stopwatch = Stopwatch()
+        for value in 0..<n {
+            let worker = QueueActor("bench.fjc", 0)
+            worker.tell { _ in
+                results.add(mix(0, value))
+                finished.countDown()
             }
-            finished.wait("ForkJoinCreation / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(results.total, expectedSum(n), workload, BenchSystem.troupe, "sum of results")
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
-                allocations: allocations, note: "a plain thread spawns + tells; the actor stops itself")
-        })
-    {
-        rows.append(m)
+        }
+        finished.wait("ForkJoinCreation / Dispatch")
+        let window = stopwatch.stop()
+        row.expect(results.total, expectedSum(n), "sum of results")
+        return row.measurement(
+            window, units: n, note: "new serial queue + one async per actor")
     }
 
-    return rows
+    rows.measure(BenchSystem.troupe, family: .troupe) { n, row in
+        let system = troupe.system
+        let finished = Latch(count: n)
+        let results = SharedSum()
+        let stopwatch = Stopwatch()
+        for value in 0..<n {
+            system.spawn(CreatedWorker(finished: finished, results: results)).tell(.work(value))
+        }
+        finished.wait("ForkJoinCreation / Troupe")
+        let window = stopwatch.stop()
+        row.expect(results.total, expectedSum(n), "sum of results")
+        return row.measurement(
+            window, units: n, note: "a plain thread spawns + tells; the actor stops itself")
+    }
+
+    return rows.measured
 }

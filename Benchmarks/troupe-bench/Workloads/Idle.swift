@@ -20,83 +20,71 @@ private actor NativeIdle {
 }
 
 func idleRows(_ config: BenchConfig) -> [Measurement] {
-    var rows: [Measurement] = []
+    var rows = RowSet(config, .idleCPU)
 
-    if let m = measureIdleCPU(
-        config, system: BenchSystem.swiftNative, note: "each actor handled 1 call before the window",
-        makeActors: { count in
-            runBlocking {
-                let actors = (0..<count).map { _ in NativeIdle() }
-                for actor in actors { await actor.touch() }
+    rows.append(
+        measureIdleCPU(
+            config, system: BenchSystem.swiftNative, note: "each actor handled 1 call before the window",
+            makeActors: { count in
+                runBlocking {
+                    let actors = (0..<count).map { _ in NativeIdle() }
+                    for actor in actors { await actor.touch() }
+                    return actors
+                }
+            }))
+
+    rows.append(
+        measureIdleCPU(
+            config, system: BenchSystem.dispatch, note: "serial queue + state; each ran 1 block before the window",
+            makeActors: { count in
+                let actors = (0..<count).map { _ in QueueActor("bench.idle", 0) }
+                let group = DispatchGroup()
+                for actor in actors { actor.queue.async(group: group) { actor.state += 1 } }
+                group.wait()
                 return actors
-            }
-        })
-    {
-        rows.append(m)
-    }
-
-    if let m = measureIdleCPU(
-        config, system: BenchSystem.dispatch, note: "serial queue + state; each ran 1 block before the window",
-        makeActors: { count in
-            let actors = (0..<count).map { _ in QueueActor("bench.idle", 0) }
-            let group = DispatchGroup()
-            for actor in actors { actor.queue.async(group: group) { actor.state += 1 } }
-            group.wait()
-            return actors
-        })
-    {
-        rows.append(m)
-    }
+            }))
 
     var idle: [ActorRef<Idle.Message>] = []
-    if let m = measureIdleCPU(
-        config, system: BenchSystem.troupe, note: troupe.workersNote,
-        makeActors: { count in
-            idle = (0..<count).map { _ in troupe.system.spawn(Idle()) }
-            for actor in idle { actor.tell(.touch) }
-            return idle
-        })
-    {
-        rows.append(m)
-    }
+    rows.append(
+        measureIdleCPU(
+            config, system: BenchSystem.troupe, note: troupe.workersNote,
+            makeActors: { count in
+                idle = (0..<count).map { _ in troupe.system.spawn(Idle()) }
+                for actor in idle { actor.tell(.touch) }
+                return idle
+            }))
     for actor in idle { actor.stop() }
     troupe.settle("IdleCPU / Troupe")
-    return rows
+    return rows.measured
 }
 
 func memoryRows(_ config: BenchConfig) -> [Measurement] {
-    var rows: [Measurement] = []
-    if let m = measureMemoryPerActor(
-        config, system: BenchSystem.swiftNative, note: "actor with one Int",
-        makeActor: { _ in
-            NativeIdle()
-        })
-    {
-        rows.append(m)
-    }
+    var rows = RowSet(config, .memoryPerIdleActor)
+    rows.append(
+        measureMemoryPerActor(
+            config, system: BenchSystem.swiftNative, note: "actor with one Int",
+            makeActor: { _ in
+                NativeIdle()
+            }))
 
-    if let m = measureMemoryPerActor(
-        config, system: BenchSystem.dispatch, note: "serial queue + state object",
-        makeActor: { _ in
-            QueueActor("bench.idle", 0)
-        })
-    {
-        rows.append(m)
-    }
+    rows.append(
+        measureMemoryPerActor(
+            config, system: BenchSystem.dispatch, note: "serial queue + state object",
+            makeActor: { _ in
+                QueueActor("bench.idle", 0)
+            }))
 
     var spawned: [ActorRef<Idle.Message>] = []
     spawned.reserveCapacity(config.memoryActors)  // before the window: appending allocates nothing
-    if let m = measureMemoryPerActor(
-        config, system: BenchSystem.troupe,
-        makeActor: { _ in
-            let actor = troupe.system.spawn(Idle())
-            spawned.append(actor)
-            return actor
-        })
-    {
-        rows.append(m)
-    }
+    rows.append(
+        measureMemoryPerActor(
+            config, system: BenchSystem.troupe,
+            makeActor: { _ in
+                let actor = troupe.system.spawn(Idle())
+                spawned.append(actor)
+                return actor
+            }))
     for actor in spawned { actor.stop() }
     troupe.settle("MemoryPerIdleActor / Troupe")
-    return rows
+    return rows.measured
 }

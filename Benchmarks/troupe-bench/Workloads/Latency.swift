@@ -143,79 +143,59 @@ private actor NativePing {
     }
 }
 
-private func latencyRow(
-    _ workload: Workload, _ system: String, _ n: Int, _ note: String,
-    _ body: () -> LatencyResult
-) -> Measurement {
+private func latencyRow(_ row: Row, _ n: Int, _ note: String, _ body: () -> LatencyResult) -> Measurement {
     let stopwatch = Stopwatch()
     let result = body()
-    let (seconds, allocations) = stopwatch.stop()
-    verifyEqual(result.failures, 0, workload, system, "failed requests")
-    verifyEqual(result.last, n, workload, system, "requests seen by the responder")
-    verifyEqual(result.histogram.totalCount, UInt64(n), workload, system, "latencies recorded")
-    return Measurement(
-        workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
-        note: note, latency: LatencySummary(result.histogram))
+    let window = stopwatch.stop()
+    row.expect(result.failures, 0, "failed requests")
+    row.expect(result.last, n, "requests seen by the responder")
+    row.expect(result.histogram.totalCount, UInt64(n), "latencies recorded")
+    return row.measurement(window, units: n, note: note, latency: LatencySummary(result.histogram))
 }
 
 func pingPongLatencyRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.pingPongLatency
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { n in
-            latencyRow(workload, BenchSystem.swiftNative, n, "Ping actor awaits pong.ping()") {
-                runBlocking { await NativePing().run(n) }
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { n, row in
+        latencyRow(row, n, "Ping actor awaits pong.ping()") {
+            runBlocking { await NativePing().run(n) }
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { n in
-            let system = troupe.system
-            let done = Completion<LatencyResult>()
-            let pong = system.spawn(Pong())
-            let ping = system.spawn(Ping(pong: pong, remaining: n, done: done))
-            defer { ping.stop(); pong.stop() }
-            return latencyRow(workload, BenchSystem.troupe, n, "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)") {
-                ping.tell(.start)
-                return done.wait("PingPongLatency / Troupe")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.troupe, family: .troupe) { n, row in
+        let system = troupe.system
+        let done = Completion<LatencyResult>()
+        let pong = system.spawn(Pong())
+        let ping = system.spawn(Ping(pong: pong, remaining: n, done: done))
+        defer { ping.stop(); pong.stop() }
+        return latencyRow(row, n, "Ping ⇄ Pong, tell both ways; \(troupe.workersNote)") {
+            ping.tell(.start)
+            return done.wait("PingPongLatency / Troupe")
+        }
     }
 
-    return rows
+    return rows.measured
 }
 
 func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.askLatency
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { n in
-            latencyRow(workload, BenchSystem.swiftNative, n, "a task awaits actor.ping()") {
-                runBlocking {
-                    let pong = NativePong()
-                    var histogram = makeLatencyHistogram()
-                    var last = 0
-                    for _ in 0..<n {
-                        let start = CBenchSupport_now_ns()
-                        last = await pong.ping()
-                        histogram.record(CBenchSupport_now_ns() &- start)
-                    }
-                    return LatencyResult(histogram: histogram, last: last)
+    rows.measure(BenchSystem.swiftNative, family: .native) { n, row in
+        latencyRow(row, n, "a task awaits actor.ping()") {
+            runBlocking {
+                let pong = NativePong()
+                var histogram = makeLatencyHistogram()
+                var last = 0
+                for _ in 0..<n {
+                    let start = CBenchSupport_now_ns()
+                    last = await pong.ping()
+                    histogram.record(CBenchSupport_now_ns() &- start)
                 }
+                return LatencyResult(histogram: histogram, last: last)
             }
-        })
-    {
-        rows.append(m)
+        }
     }
 
     /// An actor asks Pong `n` times, one ask at a time, on `system`.
@@ -224,7 +204,7 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
         let pong = system.spawn(Pong())
         let asker = system.spawn(Asker(pong: pong, busy: busy, remaining: n, done: done))
         defer { asker.stop(); pong.stop() }
-        return latencyRow(workload, name, n, note) {
+        return latencyRow(Row(workload: workload, system: name), n, note) {
             asker.tell(.start)
             return done.wait("AskLatency / \(name)")
         }
@@ -247,7 +227,7 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
     func executorAskRow(_ system: ActorSystem, _ name: String, busy: Bool, note: String, _ n: Int) -> Measurement {
         let pong = system.spawn(Pong())
         defer { pong.stop() }
-        return latencyRow(workload, name, n, note) {
+        return latencyRow(Row(workload: workload, system: name), n, note) {
             runBlocking(on: system.taskExecutor) { await askLoop(pong, n, busy: busy) }
         }
     }
@@ -273,7 +253,7 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
             (name: "Troupe (\(form), hand-off off)", busy: false, handOff: false, note: off),
         ]
         for variant in variants {
-            let measured = benchmark(config, workload, system: variant.name, family: .troupe) { n in
+            rows.measure(variant.name, family: .troupe) { n, _ in
                 guard variant.handOff else {
                     return withoutHandOff { own in
                         run(own, variant.name, false, "\(variant.note); \(own.workerCount) pinned workers", n)
@@ -281,7 +261,6 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
                 }
                 return run(troupe.system, variant.name, variant.busy, "\(variant.note); \(troupe.workersNote)", n)
             }
-            if let measured { rows.append(measured) }
         }
     }
 
@@ -292,17 +271,12 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
     ) { system, name, busy, note, n in actorAskRow(system, name, busy: busy, note: note, n) }
 
     let taskAsk = "Troupe (ask from a task)"
-    if let m = benchmark(
-        config, workload, system: taskAsk, family: .troupe, divisor: 4,
-        { n in
-            let pong = troupe.system.spawn(Pong())
-            defer { pong.stop() }
-            return latencyRow(
-                workload, taskAsk, n, "try await pong.ask { .ask($0) } from a task on Swift's global executor"
-            ) { runBlocking { await askLoop(pong, n) } }
-        })
-    {
-        rows.append(m)
+    rows.measure(taskAsk, family: .troupe, divisor: 4) { n, row in
+        let pong = troupe.system.spawn(Pong())
+        defer { pong.stop() }
+        return latencyRow(row, n, "try await pong.ask { .ask($0) } from a task on Swift's global executor") {
+            runBlocking { await askLoop(pong, n) }
+        }
     }
 
     handOffRows(
@@ -314,24 +288,19 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
     ) { system, name, busy, note, n in executorAskRow(system, name, busy: busy, note: note, n) }
 
     let blockingAsk = "Troupe (askBlocking)"
-    if let m = benchmark(
-        config, workload, system: blockingAsk, family: .troupe, divisor: 4,
-        { n in
-            let pong = troupe.system.spawn(Pong())
-            defer { pong.stop() }
-            return latencyRow(workload, blockingAsk, n, "pong.askBlocking { .ask($0) } from a plain thread") {
-                var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
-                for _ in 0..<n {
-                    let start = CBenchSupport_now_ns()
-                    do { result.last = try pong.askBlocking { .ask($0) } } catch { result.failures += 1 }
-                    result.histogram.record(CBenchSupport_now_ns() &- start)
-                }
-                return result
+    rows.measure(blockingAsk, family: .troupe, divisor: 4) { n, row in
+        let pong = troupe.system.spawn(Pong())
+        defer { pong.stop() }
+        return latencyRow(row, n, "pong.askBlocking { .ask($0) } from a plain thread") {
+            var result = LatencyResult(histogram: makeLatencyHistogram(), last: 0)
+            for _ in 0..<n {
+                let start = CBenchSupport_now_ns()
+                do { result.last = try pong.askBlocking { .ask($0) } } catch { result.failures += 1 }
+                result.histogram.record(CBenchSupport_now_ns() &- start)
             }
-        })
-    {
-        rows.append(m)
+            return result
+        }
     }
 
-    return rows
+    return rows.measured
 }

@@ -118,134 +118,105 @@ private struct DispatchPongState { var count = 0 }
 
 func pingPongRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.pingPong
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { n in
-            runBlocking {
-                let ping = NativePing()
-                let stopwatch = Stopwatch()
-                let last = await ping.run(roundTrips: n)
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(last, n, workload, BenchSystem.swiftNative, "round trips seen by Pong")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                    allocations: allocations, note: "Ping actor awaits pong.ping(): same thread, no hop, no message")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { n, row in
+        runBlocking {
+            let ping = NativePing()
+            let stopwatch = Stopwatch()
+            let last = await ping.run(roundTrips: n)
+            let window = stopwatch.stop()
+            row.expect(last, n, "round trips seen by Pong")
+            return row.measurement(
+                window, units: n, note: "Ping actor awaits pong.ping(): same thread, no hop, no message")
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNativeTwoExecutors, family: .dispatch,
-        { n in
-            runBlocking {
-                let pong = HoppingPong(executor: pingPongExecutors.pong)
-                let ping = HoppingPing(executor: pingPongExecutors.ping, pong: pong)
-                let stopwatch = Stopwatch()
-                let last = await ping.run(roundTrips: n)
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(last, n, workload, BenchSystem.swiftNativeTwoExecutors, "round trips seen by Pong")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNativeTwoExecutors, messages: n, seconds: seconds,
-                    allocations: allocations, note: "Ping actor awaits pong.ping(); each on its own thread's executor")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNativeTwoExecutors, family: .dispatch) { n, row in
+        runBlocking {
+            let pong = HoppingPong(executor: pingPongExecutors.pong)
+            let ping = HoppingPing(executor: pingPongExecutors.ping, pong: pong)
+            let stopwatch = Stopwatch()
+            let last = await ping.run(roundTrips: n)
+            let window = stopwatch.stop()
+            row.expect(last, n, "round trips seen by Pong")
+            return row.measurement(
+                window, units: n, note: "Ping actor awaits pong.ping(); each on its own thread's executor")
+        }
     }
 
     for shared in [false, true] {
         let name = shared ? BenchSystem.nativeOnTroupeOneExecutor : BenchSystem.nativeOnTroupeTwoExecutors
-        if let m = benchmark(
-            config, workload, system: name, family: shared ? .native : .troupe,
-            { n in
-                let system = troupe.system
-                let pingExecutor = system.makeSerialExecutor()
-                let pong = HoppingPong(executor: shared ? pingExecutor : system.makeSerialExecutor())
-                let ping = HoppingPing(executor: pingExecutor, pong: pong)
-                return runBlocking {
-                    let stopwatch = Stopwatch()
-                    let last = await ping.run(roundTrips: n)
-                    let (seconds, allocations) = stopwatch.stop()
-                    verifyEqual(last, n, workload, name, "round trips seen by Pong")
-                    return Measurement(
-                        workload: workload, system: name, messages: n, seconds: seconds, allocations: allocations,
-                        note: shared
-                            ? "Ping and Pong share one TroupeSerialExecutor: Swift calls without a hop, as on its default executor"
-                            : "Ping and Pong on TroupeSerialExecutors of their own: each call a job through a mailbox and back; \(troupe.workersNote)"
-                    )
-                }
-            })
-        {
-            rows.append(m)
+        rows.measure(name, family: shared ? .native : .troupe) { n, row in
+            let system = troupe.system
+            let pingExecutor = system.makeSerialExecutor()
+            let pong = HoppingPong(executor: shared ? pingExecutor : system.makeSerialExecutor())
+            let ping = HoppingPing(executor: pingExecutor, pong: pong)
+            return runBlocking {
+                let stopwatch = Stopwatch()
+                let last = await ping.run(roundTrips: n)
+                let window = stopwatch.stop()
+                row.expect(last, n, "round trips seen by Pong")
+                return row.measurement(
+                    window, units: n,
+                    note: shared
+                        ? "Ping and Pong share one TroupeSerialExecutor: Swift calls without a hop, as on its default executor"
+                        : "Ping and Pong on TroupeSerialExecutors of their own: each call a job through a mailbox and back; \(troupe.workersNote)"
+                )
+            }
         }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { n in
-            let ping = QueueActor("bench.ping", DispatchPingState())
-            let pong = QueueActor("bench.pong", DispatchPongState())
-            let done = Completion<Int>()
-            @Sendable func sendPing(_ ping: QueueActor<DispatchPingState>) {
-                ping.state.sent += 1
-                pong.tell { pong in
-                    pong.state.count += 1
-                    let count = pong.state.count
-                    ping.tell { ping in
-                        if ping.state.sent == n { done.complete(count) } else { sendPing(ping) }
-                    }
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { n, row in
+        let ping = QueueActor("bench.ping", DispatchPingState())
+        let pong = QueueActor("bench.pong", DispatchPongState())
+        let done = Completion<Int>()
+        @Sendable func sendPing(_ ping: QueueActor<DispatchPingState>) {
+            ping.state.sent += 1
+            pong.tell { pong in
+                pong.state.count += 1
+                let count = pong.state.count
+                ping.tell { ping in
+                    if ping.state.sent == n { done.complete(count) } else { sendPing(ping) }
                 }
             }
-            let stopwatch = Stopwatch()
-            ping.tell(sendPing)
-            let last = done.wait("PingPong / Dispatch")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(last, n, workload, BenchSystem.dispatch, "round trips seen by Pong")
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
-                allocations: allocations, note: "ping.async ⇄ pong.async")
-        })
-    {
-        rows.append(m)
+        }
+        let stopwatch = Stopwatch()
+        ping.tell(sendPing)
+        let last = done.wait("PingPong / Dispatch")
+        let window = stopwatch.stop()
+        row.expect(last, n, "round trips seen by Pong")
+        return row.measurement(
+            window, units: n, note: "ping.async ⇄ pong.async")
     }
 
     for variant in TroupeHost.pingPongVariants {
         let name = variant.system
-        if let m = benchmark(
-            config, workload, system: name, family: .troupe,
-            { n in
-                troupe.withRowSystem(variant) { system, systemNote in
-                    let done = Completion<Int>()
-                    let pong = system.spawn(Pong())
-                    let ping = system.spawn(Ping(pong: pong, roundTrips: n, done: done))
-                    let stopwatch = Stopwatch()
-                    if variant.carriesContext {
-                        var request = ServiceContext.topLevel
-                        request[BenchRequestKey.self] = n
-                        ServiceContext.$current.withValue(request) { ping.tell(.start) }
-                    } else {
-                        ping.tell(.start)
-                    }
-                    let last = done.wait("PingPong / \(name)")
-                    let (seconds, allocations) = stopwatch.stop()
-                    verifyEqual(last, n, workload, name, "round trips seen by Pong")
-                    ping.stop()
-                    pong.stop()
-                    return Measurement(
-                        workload: workload, system: name, messages: n, seconds: seconds,
-                        allocations: allocations, note: "Ping ⇄ Pong, tell both ways; \(systemNote)")
+        rows.measure(name, family: .troupe) { n, row in
+            troupe.withRowSystem(variant) { system, systemNote in
+                let done = Completion<Int>()
+                let pong = system.spawn(Pong())
+                let ping = system.spawn(Ping(pong: pong, roundTrips: n, done: done))
+                let stopwatch = Stopwatch()
+                if variant.carriesContext {
+                    var request = ServiceContext.topLevel
+                    request[BenchRequestKey.self] = n
+                    ServiceContext.$current.withValue(request) { ping.tell(.start) }
+                } else {
+                    ping.tell(.start)
                 }
-            })
-        {
-            rows.append(m)
+                let last = done.wait("PingPong / \(name)")
+                let window = stopwatch.stop()
+                row.expect(last, n, "round trips seen by Pong")
+                ping.stop()
+                pong.stop()
+                return row.measurement(
+                    window, units: n, note: "Ping ⇄ Pong, tell both ways; \(systemNote)")
+            }
         }
     }
 
-    return rows
+    return rows.measured
 }
 
 /// The value the tracing row's ServiceContext carries.

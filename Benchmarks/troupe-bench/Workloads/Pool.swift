@@ -72,17 +72,14 @@ private func routing(_ name: String, members: Int) -> PoolRouting<PoolMember.Mes
 }
 
 /// Tells 0 ..< n to a fresh pool, flushes every member, verifies count and sum, stops the pool.
-private func runPool(
-    _ workload: Workload, system: String, routingName: String, members: Int, spin: Int,
-    _ n: Int
-) -> Measurement {
+private func runPool(_ row: Row, routingName: String, members: Int, spin: Int, _ n: Int) -> Measurement {
     let pool: ActorPool<PoolMember.Message>
     do {
         pool = try troupe.system.spawnPool(size: members, routing: routing(routingName, members: members)) { index in
             PoolMember(index: index, spin: index == 0 ? spin * 10 : spin)
         }
     } catch {
-        verify(false, "\(workload.rawValue) / \(system): spawnPool failed: \(error)")
+        verify(false, "\(row.workload.rawValue) / \(row.system): spawnPool failed: \(error)")
         fatalError()
     }
     let stopwatch = Stopwatch()
@@ -90,52 +87,37 @@ private func runPool(
     let refs = pool.members
     let tally = PoolTally(members: refs.count)
     for ref in refs { ref.tell(.flush(tally)) }
-    tally.latch.wait("\(workload.rawValue) / \(system)")
-    let (seconds, allocations) = stopwatch.stop()
+    tally.latch.wait("\(row.workload.rawValue) / \(row.system)")
+    let window = stopwatch.stop()
     pool.stop()
     let copies = routingName == "broadcast" ? refs.count : 1
     let counts = tally.counts.withLock { $0 }
     let total = counts.values.reduce(0, +)
-    verifyEqual(total, n * copies, workload, system, "messages handled")
-    verifyEqual(tally.sum.total, copies * (n * (n - 1) / 2), workload, system, "sum")
+    row.expect(total, n * copies, "messages handled")
+    row.expect(tally.sum.total, copies * (n * (n - 1) / 2), "sum")
     let perMember = (0..<refs.count).map { String(counts[$0] ?? 0) }.joined(separator: "/")
     var note = "\(refs.count) members; per member: \(perMember)"
     if spin > 0 { note += "; member 0 spins 10×" }
-    return Measurement(
-        workload: workload, system: system, messages: total, seconds: seconds,
-        allocations: allocations, note: note)
+    return row.measurement(window, units: total, note: note)
 }
 
 func poolRows(_ config: BenchConfig) -> [Measurement] {
-    var rows: [Measurement] = []
+    var rows = RowSet(config, .pool)
     for name in poolRoutingNames {
-        let system = "Troupe (\(name))"
-        if let m = benchmark(
-            config, .pool, system: system, family: .troupe,
-            { n in
-                runPool(.pool, system: system, routingName: name, members: config.poolMembers, spin: 0, n)
-            })
-        {
-            rows.append(m)
+        rows.measure("Troupe (\(name))", family: .troupe) { n, row in
+            runPool(row, routingName: name, members: config.poolMembers, spin: 0, n)
         }
     }
-    return rows
+    return rows.measured
 }
 
 func poolSkewRows(_ config: BenchConfig) -> [Measurement] {
-    var rows: [Measurement] = []
+    var rows = RowSet(config, .poolSkew)
     for system in poolSkewSystems {
         let name = system == "Troupe (leastLoaded)" ? "leastLoaded" : "roundRobin"
-        if let m = benchmark(
-            config, .poolSkew, system: system, family: .troupe,
-            { n in
-                runPool(
-                    .poolSkew, system: system, routingName: name, members: config.poolMembers,
-                    spin: config.poolSkewSpin, n)
-            })
-        {
-            rows.append(m)
+        rows.measure(system, family: .troupe) { n, row in
+            runPool(row, routingName: name, members: config.poolMembers, spin: config.poolSkewSpin, n)
         }
     }
-    return rows
+    return rows.measured
 }

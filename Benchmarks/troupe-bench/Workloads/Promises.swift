@@ -30,151 +30,117 @@ private struct PromiseEcho: ActorDefinition {
 
 func promiseCreateRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.promiseCreate
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
     /// Sum of 0 ..< n.
     func triangle(_ n: Int) -> Int { n * (n - 1) / 2 }
 
     let plain = promiseCreateSystems[0]
-    if let m = benchmark(
-        config, workload, system: plain, family: .troupe,
-        { n in
-            var completed = 0
-            let stopwatch = Stopwatch()
-            for index in 0..<n {
-                let promise = Promise<Int>()
-                if promise.succeed(index) { completed &+= 1 }
-            }
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(completed, n, workload, plain, "promises completed")
-            return Measurement(
-                workload: workload, system: plain, messages: n, seconds: seconds, allocations: allocations,
-                note: "Promise<Int>() + succeed(i)")
-        })
-    {
-        rows.append(m)
+    rows.measure(plain, family: .troupe) { n, row in
+        var completed = 0
+        let stopwatch = Stopwatch()
+        for index in 0..<n {
+            let promise = Promise<Int>()
+            if promise.succeed(index) { completed &+= 1 }
+        }
+        let window = stopwatch.stop()
+        row.expect(completed, n, "promises completed")
+        return row.measurement(
+            window, units: n, note: "Promise<Int>() + succeed(i)")
     }
 
     let callback = promiseCreateSystems[1]
-    if let m = benchmark(
-        config, workload, system: callback, family: .troupe,
-        { n in
-            let sum = Atomic<Int>(0)
-            let stopwatch = Stopwatch()
-            for index in 0..<n {
-                let promise = Promise<Int>()
-                promise.whenComplete { sum.add((try? $0.get()) ?? 0, ordering: .relaxed) }
-                promise.succeed(index)
-            }
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(sum.load(ordering: .relaxed), triangle(n), workload, callback, "sum seen by callbacks")
-            return Measurement(
-                workload: workload, system: callback, messages: n, seconds: seconds, allocations: allocations,
-                note: "one inline whenComplete callback per promise")
-        })
-    {
-        rows.append(m)
+    rows.measure(callback, family: .troupe) { n, row in
+        let sum = Atomic<Int>(0)
+        let stopwatch = Stopwatch()
+        for index in 0..<n {
+            let promise = Promise<Int>()
+            promise.whenComplete { sum.add((try? $0.get()) ?? 0, ordering: .relaxed) }
+            promise.succeed(index)
+        }
+        let window = stopwatch.stop()
+        row.expect(sum.load(ordering: .relaxed), triangle(n), "sum seen by callbacks")
+        return row.measurement(
+            window, units: n, note: "one inline whenComplete callback per promise")
     }
 
     let chain = promiseCreateSystems[2]
-    if let m = benchmark(
-        config, workload, system: chain, family: .troupe,
-        { n in
-            var sum = 0
-            let stopwatch = Stopwatch()
-            for index in 0..<n {
-                let promise = Promise<Int>()
-                let mapped = promise.map { $0 + 1 }.map { $0 * 2 }
-                promise.succeed(index)
-                sum &+= (try? mapped.currentOutcome?.get()) ?? -1_000_000_000
-            }
-            let (seconds, allocations) = stopwatch.stop()
-            // Σ 2(i + 1) over 0 ..< n = n(n + 1).
-            verifyEqual(sum, n * (n + 1), workload, chain, "sum of mapped values")
-            return Measurement(
-                workload: workload, system: chain, messages: n, seconds: seconds, allocations: allocations,
-                note: "map ∘ map on a pending promise, then succeed (3 promises)")
-        })
-    {
-        rows.append(m)
+    rows.measure(chain, family: .troupe) { n, row in
+        var sum = 0
+        let stopwatch = Stopwatch()
+        for index in 0..<n {
+            let promise = Promise<Int>()
+            let mapped = promise.map { $0 + 1 }.map { $0 * 2 }
+            promise.succeed(index)
+            sum &+= (try? mapped.currentOutcome?.get()) ?? -1_000_000_000
+        }
+        let window = stopwatch.stop()
+        // Σ 2(i + 1) over 0 ..< n = n(n + 1).
+        row.expect(sum, n * (n + 1), "sum of mapped values")
+        return row.measurement(
+            window, units: n, note: "map ∘ map on a pending promise, then succeed (3 promises)")
     }
 
-    return rows
+    return rows.measured
 }
 
 func promiseAskRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.promiseAsk
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
     /// Spawns an echo actor, runs `body` on it from a task, verifies the echo counted `n` asks
     /// (its last reply is n; the extra verification ask returns n + 1), stops it.
     func run(
-        _ system: String, note: String, _ n: Int,
+        _ row: Row, note: String, _ n: Int,
         _ body: @escaping @Sendable (ActorRef<PromiseEcho.Message>, Int) async throws -> Void
     ) -> Measurement {
         let ref = troupe.system.spawn(PromiseEcho())
-        let result: (Double, UInt64, Int)? = runBlocking("\(workload.rawValue) / \(system)") {
+        let result: (Window, Int)? = runBlocking("\(workload.rawValue) / \(row.system)") {
             do {
                 let stopwatch = Stopwatch()
                 try await body(ref, n)
-                let (seconds, allocations) = stopwatch.stop()
+                let window = stopwatch.stop()
                 let last = try await ref.ask { .get($0) }
-                return (seconds, allocations, last)
+                return (window, last)
             } catch {
                 return nil
             }
         }
         ref.stop()
-        guard let (seconds, allocations, last) = result else {
-            verify(false, "\(workload.rawValue) / \(system): an ask failed")
+        guard let (window, last) = result else {
+            verify(false, "\(workload.rawValue) / \(row.system): an ask failed")
             fatalError()
         }
-        verifyEqual(last, n + 1, workload, system, "echo count after the asks + 1")
-        return Measurement(
-            workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
-            note: note)
+        row.expect(last, n + 1, "echo count after the asks + 1")
+        return row.measurement(
+            window, units: n, note: note)
     }
 
     let plain = promiseAskSystems[0]
-    if let m = benchmark(
-        config, workload, system: plain, family: .troupe,
-        { n in
-            run(plain, note: "sequential try await ref.ask from a task", n) { ref, n in
-                for _ in 0..<n { _ = try await ref.ask { .get($0) } }
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(plain, family: .troupe) { n, row in
+        run(row, note: "sequential try await ref.ask from a task", n) { ref, n in
+            for _ in 0..<n { _ = try await ref.ask { .get($0) } }
+        }
     }
 
     let awaited = promiseAskSystems[1]
-    if let m = benchmark(
-        config, workload, system: awaited, family: .troupe,
-        { n in
-            run(awaited, note: "sequential try await ref.askPromise{…}.get() from a task", n) { ref, n in
-                for _ in 0..<n { _ = try await ref.askPromise { .get($0) }.get() }
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(awaited, family: .troupe) { n, row in
+        run(row, note: "sequential try await ref.askPromise{…}.get() from a task", n) { ref, n in
+            for _ in 0..<n { _ = try await ref.askPromise { .get($0) }.get() }
+        }
     }
 
     let callback = promiseAskSystems[2]
-    if let m = benchmark(
-        config, workload, system: callback, family: .troupe,
-        { n in
-            run(callback, note: "next ask sent from the previous reply's callback", n) { ref, n in
-                let done = Promise<Void>()
-                @Sendable func next(_ remaining: Int) {
-                    if remaining == 0 { done.succeed(()); return }
-                    ref.askPromise { .get($0) }.whenComplete { _ in next(remaining - 1) }
-                }
-                next(n)
-                try await done.get()
+    rows.measure(callback, family: .troupe) { n, row in
+        run(row, note: "next ask sent from the previous reply's callback", n) { ref, n in
+            let done = Promise<Void>()
+            @Sendable func next(_ remaining: Int) {
+                if remaining == 0 { done.succeed(()); return }
+                ref.askPromise { .get($0) }.whenComplete { _ in next(remaining - 1) }
             }
-        })
-    {
-        rows.append(m)
+            next(n)
+            try await done.get()
+        }
     }
 
-    return rows
+    return rows.measured
 }

@@ -46,89 +46,78 @@ private struct FanOutSubscriber: ActorDefinition {
 func pubSubFanOutRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.pubSubFanOut
     let subscribers = config.pubSubSubscribers
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
     @Sendable func expected(_ publications: Int) -> Int { subscribers * (publications * (publications + 1) / 2) }
 
     let stream = BenchSystem.swiftNative
-    if let m = benchmark(
-        config, workload, system: stream, family: .native,
-        { publications in
-            runBlocking {
-                let tally = FanOutTally(subscribers)
-                var continuations: [AsyncStream<Int>.Continuation] = []
-                continuations.reserveCapacity(subscribers)
-                var tasks: [Task<Void, Never>] = []
-                for _ in 0..<subscribers {
-                    let (values, continuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .unbounded)
-                    continuations.append(continuation)
-                    tasks.append(
-                        Task {
-                            var sum = 0
-                            for await value in values {
-                                sum &+= value
-                                if value == publications { tally.arrive(sum: sum) }
-                            }
-                        })
-                }
-                let stopwatch = Stopwatch()
-                for value in 1...publications {
-                    for continuation in continuations { continuation.yield(value) }
-                }
-                while tally.remaining.load(ordering: .acquiring) > 0 { await Task.yield() }
-                let (seconds, allocations) = stopwatch.stop()
-                for continuation in continuations { continuation.finish() }
-                for task in tasks { await task.value }
-                verifyEqual(tally.checksum.total, expected(publications), workload, stream, "checksum")
-                return Measurement(
-                    workload: workload, system: stream, messages: subscribers * publications, seconds: seconds,
-                    allocations: allocations, note: "\(subscribers) AsyncStreams, one task each")
+    rows.measure(stream, family: .native) { publications, row in
+        runBlocking {
+            let tally = FanOutTally(subscribers)
+            var continuations: [AsyncStream<Int>.Continuation] = []
+            continuations.reserveCapacity(subscribers)
+            var tasks: [Task<Void, Never>] = []
+            for _ in 0..<subscribers {
+                let (values, continuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .unbounded)
+                continuations.append(continuation)
+                tasks.append(
+                    Task {
+                        var sum = 0
+                        for await value in values {
+                            sum &+= value
+                            if value == publications { tally.arrive(sum: sum) }
+                        }
+                    })
             }
-        })
-    {
-        rows.append(m)
+            let stopwatch = Stopwatch()
+            for value in 1...publications {
+                for continuation in continuations { continuation.yield(value) }
+            }
+            while tally.remaining.load(ordering: .acquiring) > 0 { await Task.yield() }
+            let window = stopwatch.stop()
+            for continuation in continuations { continuation.finish() }
+            for task in tasks { await task.value }
+            row.expect(tally.checksum.total, expected(publications), "checksum")
+            return row.measurement(
+                window, units: subscribers * publications, note: "\(subscribers) AsyncStreams, one task each")
+        }
     }
 
     let system = BenchSystem.troupe
-    if let m = benchmark(
-        config, workload, system: system, family: .troupe,
-        { publications in
-            let broker = pubSubBroker.withLock { broker in
-                if let broker { return broker }
-                let made = PubSub(system: troupe.system)
-                broker = made
-                return made
+    rows.measure(system, family: .troupe) { publications, row in
+        let broker = pubSubBroker.withLock { broker in
+            if let broker { return broker }
+            let made = PubSub(system: troupe.system)
+            broker = made
+            return made
+        }
+        let name = "fan-out-\(pubSubTopicCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
+        let topic: Topic<Int>
+        let tally = FanOutTally(subscribers)
+        var refs: [ActorRef<Int>] = []
+        refs.reserveCapacity(subscribers)
+        do {
+            topic = try broker.topic(name, of: Int.self)
+            for _ in 0..<subscribers {
+                let ref = troupe.system.spawn(FanOutSubscriber(last: publications, tally: tally))
+                refs.append(ref)
+                try topic.subscribe(ref)
             }
-            let name = "fan-out-\(pubSubTopicCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
-            let topic: Topic<Int>
-            let tally = FanOutTally(subscribers)
-            var refs: [ActorRef<Int>] = []
-            refs.reserveCapacity(subscribers)
-            do {
-                topic = try broker.topic(name, of: Int.self)
-                for _ in 0..<subscribers {
-                    let ref = troupe.system.spawn(FanOutSubscriber(last: publications, tally: tally))
-                    refs.append(ref)
-                    try topic.subscribe(ref)
-                }
-            } catch {
-                verify(false, "\(workload.rawValue) / \(system): set-up failed: \(error)")
-                fatalError()
-            }
-            let stopwatch = Stopwatch()
-            var delivered = 0
-            for value in 1...publications { delivered &+= topic.publish(value) }
-            tally.latch.wait("\(workload.rawValue) / \(system)")
-            let (seconds, allocations) = stopwatch.stop()
-            for ref in refs { ref.stop() }
-            verifyEqual(delivered, subscribers * publications, workload, system, "deliveries enqueued")
-            verifyEqual(tally.checksum.total, expected(publications), workload, system, "checksum")
-            return Measurement(
-                workload: workload, system: system, messages: subscribers * publications, seconds: seconds,
-                allocations: allocations, note: "\(subscribers) actor subscribers, publish from a plain thread")
-        })
-    {
-        rows.append(m)
+        } catch {
+            verify(false, "\(workload.rawValue) / \(system): set-up failed: \(error)")
+            fatalError()
+        }
+        let stopwatch = Stopwatch()
+        var delivered = 0
+        for value in 1...publications { delivered &+= topic.publish(value) }
+        tally.latch.wait("\(workload.rawValue) / \(system)")
+        let window = stopwatch.stop()
+        for ref in refs { ref.stop() }
+        row.expect(delivered, subscribers * publications, "deliveries enqueued")
+        row.expect(tally.checksum.total, expected(publications), "checksum")
+        return row.measurement(
+            window, units: subscribers * publications,
+            note: "\(subscribers) actor subscribers, publish from a plain thread")
     }
 
-    return rows
+    return rows.measured
 }

@@ -140,137 +140,116 @@ private let actorUnit = (singular: "actor", plural: "actors")
 
 func restartRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.restart
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
     let native = restartSystems[0]
-    if let m = benchmark(
-        config, workload, system: native, family: .native,
-        { n in
-            runBlocking {
-                var sum = 0
-                let stopwatch = Stopwatch()
-                for index in 0..<n {
-                    let fresh = NativeReplaceable()
-                    sum &+= await fresh.work(index)
-                }
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(sum, n * (n - 1) / 2, workload, native, "sum of results")
-                var m = Measurement(
-                    workload: workload, system: native, messages: n, seconds: seconds, allocations: allocations,
-                    note: "context (no restart in Swift): one task creates an actor, awaits work(i), drops it")
-                m.unitOverride = actorUnit
-                return m
+    rows.measure(native, family: .native) { n, row in
+        runBlocking {
+            var sum = 0
+            let stopwatch = Stopwatch()
+            for index in 0..<n {
+                let fresh = NativeReplaceable()
+                sum &+= await fresh.work(index)
             }
-        })
-    {
-        rows.append(m)
+            let window = stopwatch.stop()
+            row.expect(sum, n * (n - 1) / 2, "sum of results")
+            var m = row.measurement(
+                window, units: n,
+                note: "context (no restart in Swift): one task creates an actor, awaits work(i), drops it")
+            m.unitOverride = actorUnit
+            return m
+        }
     }
 
     let failing = restartSystems[1]
-    if let m = benchmark(
-        config, workload, system: failing, family: .troupe,
-        { n in
-            let system = troupe.system
-            let observer = RestartObserver.shared
-            let generations = Generations()
-            let restartsBefore = observer.restarts
-            let deadLettersBefore = system.deadLetters.count(.handlerFailed)
-            let ref = system.spawn(options: SpawnOptions(failureDecider: { _ in .restart })) {
-                Fragile(generation: generations.next())
-            }
-            let ready = Latch(count: 1)
-            ref.tell(.touch(ready))
-            ready.wait("\(workload.rawValue) / \(failing): first message")
-            observer.expect(n)
-            let stopwatch = Stopwatch()
-            for _ in 0..<n { ref.tell(.fail) }
-            observer.wait("\(workload.rawValue) / \(failing)")
-            let (seconds, allocations) = stopwatch.stop()
-            let answer = probe(ref, failing)
-            ref.stop()
-            verifyEqual(observer.restarts - restartsBefore, n, workload, failing, "restarts seen by onActorRestarted")
-            verifyEqual(
-                system.deadLetters.count(.handlerFailed) - deadLettersBefore, n, workload, failing,
-                "handlerFailed dead letters")
-            verifyEqual(generations.total, n + 1, workload, failing, "instances made by the factory")
-            verifyEqual(
-                answer, InstanceProbe(generation: n + 1, handledBefore: 0, restarted: true), workload, failing,
-                "the final ask's answer (fresh instance)")
-            return Measurement(
-                workload: workload, system: failing, messages: n, seconds: seconds, allocations: allocations,
-                note: "a plain thread tells N throwing msgs; each: dead letter + new instance; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    rows.measure(failing, family: .troupe) { n, row in
+        let system = troupe.system
+        let observer = RestartObserver.shared
+        let generations = Generations()
+        let restartsBefore = observer.restarts
+        let deadLettersBefore = system.deadLetters.count(.handlerFailed)
+        let ref = system.spawn(options: SpawnOptions(failureDecider: { _ in .restart })) {
+            Fragile(generation: generations.next())
+        }
+        let ready = Latch(count: 1)
+        ref.tell(.touch(ready))
+        ready.wait("\(workload.rawValue) / \(failing): first message")
+        observer.expect(n)
+        let stopwatch = Stopwatch()
+        for _ in 0..<n { ref.tell(.fail) }
+        observer.wait("\(workload.rawValue) / \(failing)")
+        let window = stopwatch.stop()
+        let answer = probe(ref, failing)
+        ref.stop()
+        row.expect(observer.restarts - restartsBefore, n, "restarts seen by onActorRestarted")
+        row.expect(
+            system.deadLetters.count(.handlerFailed) - deadLettersBefore, n,
+            "handlerFailed dead letters")
+        row.expect(generations.total, n + 1, "instances made by the factory")
+        row.expect(
+            answer, InstanceProbe(generation: n + 1, handledBefore: 0, restarted: true),
+            "the final ask's answer (fresh instance)")
+        return row.measurement(
+            window, units: n,
+            note: "a plain thread tells N throwing msgs; each: dead letter + new instance; \(troupe.workersNote)")
     }
 
     let requested = restartSystems[2]
-    if let m = benchmark(
-        config, workload, system: requested, family: .troupe,
-        { n in
-            let system = troupe.system
-            let observer = RestartObserver.shared
-            let generations = Generations()
-            let perRound = min(config.restartRoundActors, n)
-            let rounds = n / perRound
-            let units = rounds * perRound
-            let refs = (0..<perRound).map { _ in
-                system.spawn(options: SpawnOptions()) { Fragile(generation: generations.next()) }
-            }
-            let ready = Latch(count: perRound)
-            for ref in refs { ref.tell(.touch(ready)) }
-            ready.wait("\(workload.rawValue) / \(requested): first messages")
-            let restartsBefore = observer.restarts
-            var accepted = 0
-            let stopwatch = Stopwatch()
-            for round in 0..<rounds {
-                observer.expect(perRound)
-                for ref in refs where ref.requestRestart() { accepted += 1 }
-                observer.wait("\(workload.rawValue) / \(requested), round \(round)")
-            }
-            let (seconds, allocations) = stopwatch.stop()
-            let answers = refs.map { probe($0, requested) }
-            for ref in refs { ref.stop() }
-            verifyEqual(accepted, units, workload, requested, "requests accepted")
-            verifyEqual(
-                observer.restarts - restartsBefore, units, workload, requested, "restarts seen by onActorRestarted")
-            verifyEqual(generations.total, perRound + units, workload, requested, "instances made by the factory")
-            verifyEqual(
-                answers.filter { $0.restarted && $0.handledBefore == 0 }.count, perRound, workload, requested,
-                "actors answering from a fresh instance")
-            return Measurement(
-                workload: workload, system: requested, messages: units, seconds: seconds, allocations: allocations,
-                note:
-                    "a plain thread: ref.requestRestart() on \(grouped(perRound)) idle actors per round, waits for the round"
-            )
-        })
-    {
-        rows.append(m)
+    rows.measure(requested, family: .troupe) { n, row in
+        let system = troupe.system
+        let observer = RestartObserver.shared
+        let generations = Generations()
+        let perRound = min(config.restartRoundActors, n)
+        let rounds = n / perRound
+        let units = rounds * perRound
+        let refs = (0..<perRound).map { _ in
+            system.spawn(options: SpawnOptions()) { Fragile(generation: generations.next()) }
+        }
+        let ready = Latch(count: perRound)
+        for ref in refs { ref.tell(.touch(ready)) }
+        ready.wait("\(workload.rawValue) / \(requested): first messages")
+        let restartsBefore = observer.restarts
+        var accepted = 0
+        let stopwatch = Stopwatch()
+        for round in 0..<rounds {
+            observer.expect(perRound)
+            for ref in refs where ref.requestRestart() { accepted += 1 }
+            observer.wait("\(workload.rawValue) / \(requested), round \(round)")
+        }
+        let window = stopwatch.stop()
+        let answers = refs.map { probe($0, requested) }
+        for ref in refs { ref.stop() }
+        row.expect(accepted, units, "requests accepted")
+        row.expect(
+            observer.restarts - restartsBefore, units, "restarts seen by onActorRestarted")
+        row.expect(generations.total, perRound + units, "instances made by the factory")
+        row.expect(
+            answers.filter { $0.restarted && $0.handledBefore == 0 }.count, perRound,
+            "actors answering from a fresh instance")
+        return row.measurement(
+            window, units: units,
+            note:
+                "a plain thread: ref.requestRestart() on \(grouped(perRound)) idle actors per round, waits for the round"
+        )
     }
 
     let baseline = restartSystems[3]
-    if let m = benchmark(
-        config, workload, system: baseline, family: .troupe, divisor: 2,
-        { n in
-            let system = troupe.system
-            let stopped = Latch(count: n)
-            let stopwatch = Stopwatch()
-            for _ in 0..<n {
-                let ref = system.spawn(ShortLived(stopped: stopped))
-                ref.stop()
-            }
-            stopped.wait("\(workload.rawValue) / \(baseline)")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(stopped.count, 0, workload, baseline, "actors not stopped")
-            var m = Measurement(
-                workload: workload, system: baseline, messages: n, seconds: seconds, allocations: allocations,
-                note: "a plain thread: system.spawn(Def()) + stop(); until every stopped hook ran")
-            m.unitOverride = actorUnit
-            return m
-        })
-    {
-        rows.append(m)
+    rows.measure(baseline, family: .troupe, divisor: 2) { n, row in
+        let system = troupe.system
+        let stopped = Latch(count: n)
+        let stopwatch = Stopwatch()
+        for _ in 0..<n {
+            let ref = system.spawn(ShortLived(stopped: stopped))
+            ref.stop()
+        }
+        stopped.wait("\(workload.rawValue) / \(baseline)")
+        let window = stopwatch.stop()
+        row.expect(stopped.count, 0, "actors not stopped")
+        var m = row.measurement(
+            window, units: n, note: "a plain thread: system.spawn(Def()) + stop(); until every stopped hook ran")
+        m.unitOverride = actorUnit
+        return m
     }
 
-    return rows
+    return rows.measured
 }

@@ -25,78 +25,60 @@ private actor NativeNewborn {
 
 func spawnRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.spawn
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { n in
-            runBlocking {
-                var alive: [NativeNewborn] = []
-                alive.reserveCapacity(n)
-                let stopwatch = Stopwatch()
-                for _ in 0..<n {
-                    let actor = NativeNewborn()
-                    await actor.hello()
-                    alive.append(actor)
-                }
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(alive.count, n, workload, BenchSystem.swiftNative, "actors")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: n, seconds: seconds,
-                    allocations: allocations, note: "one task: create actor + await hello()")
-            }
-        })
-    {
-        rows.append(m)
-    }
-
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { n in
-            let handled = Latch(count: n)
-            var alive: [QueueActor<Int>] = []
+    rows.measure(BenchSystem.swiftNative, family: .native) { n, row in
+        runBlocking {
+            var alive: [NativeNewborn] = []
             alive.reserveCapacity(n)
             let stopwatch = Stopwatch()
             for _ in 0..<n {
-                let actor = QueueActor("bench.spawn", 0)
-                actor.tell { _ in handled.countDown() }
+                let actor = NativeNewborn()
+                await actor.hello()
                 alive.append(actor)
             }
-            handled.wait("Spawn / Dispatch")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(handled.count, 0, workload, BenchSystem.dispatch, "actors still waiting for their message")
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: n, seconds: seconds,
-                allocations: allocations, note: "new serial queue + one async")
-        })
-    {
-        rows.append(m)
+            let window = stopwatch.stop()
+            row.expect(alive.count, n, "actors")
+            return row.measurement(
+                window, units: n, note: "one task: create actor + await hello()")
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { n in
-            let system = troupe.system
-            let handled = Latch(count: n)
-            var alive: [ActorRef<Newborn.Message>] = []
-            alive.reserveCapacity(n)
-            let stopwatch = Stopwatch()
-            for _ in 0..<n {
-                let actor = system.spawn(Newborn(handled: handled))
-                actor.tell(.hello)
-                alive.append(actor)
-            }
-            handled.wait("Spawn / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(handled.count, 0, workload, BenchSystem.troupe, "actors still waiting for their message")
-            for actor in alive { actor.stop() }
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: n, seconds: seconds,
-                allocations: allocations, note: "a plain thread: system.spawn + tell; \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { n, row in
+        let handled = Latch(count: n)
+        var alive: [QueueActor<Int>] = []
+        alive.reserveCapacity(n)
+        let stopwatch = Stopwatch()
+        for _ in 0..<n {
+            let actor = QueueActor("bench.spawn", 0)
+            actor.tell { _ in handled.countDown() }
+            alive.append(actor)
+        }
+        handled.wait("Spawn / Dispatch")
+        let window = stopwatch.stop()
+        row.expect(handled.count, 0, "actors still waiting for their message")
+        return row.measurement(
+            window, units: n, note: "new serial queue + one async")
     }
 
-    return rows
+    rows.measure(BenchSystem.troupe, family: .troupe) { n, row in
+        let system = troupe.system
+        let handled = Latch(count: n)
+        var alive: [ActorRef<Newborn.Message>] = []
+        alive.reserveCapacity(n)
+        let stopwatch = Stopwatch()
+        for _ in 0..<n {
+            let actor = system.spawn(Newborn(handled: handled))
+            actor.tell(.hello)
+            alive.append(actor)
+        }
+        handled.wait("Spawn / Troupe")
+        let window = stopwatch.stop()
+        row.expect(handled.count, 0, "actors still waiting for their message")
+        for actor in alive { actor.stop() }
+        return row.measurement(
+            window, units: n, note: "a plain thread: system.spawn + tell; \(troupe.workersNote)")
+    }
+
+    return rows.measured
 }

@@ -61,118 +61,94 @@ private struct DispatchRingState {
 func threadRingRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.threadRing
     let actors = config.ringActors
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.swiftNative, family: .native,
-        { hops in
-            runBlocking {
-                let ring = (0..<actors).map { NativeRingNode(id: $0) }
-                for (index, node) in ring.enumerated() { await node.link(ring[(index + 1) % actors]) }
-                let stopwatch = Stopwatch()
-                var holder = 0
-                var token = hops
-                repeat {
-                    (holder, token) = await ring[holder].pass(token, budget: nativeSegment)
-                } while token > 0
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(holder, hops % actors, workload, BenchSystem.swiftNative, "final holder")
-                return Measurement(
-                    workload: workload, system: BenchSystem.swiftNative, messages: hops, seconds: seconds,
-                    allocations: allocations,
-                    note: "actor awaits next.pass(t - 1); unwinds every \(grouped(nativeSegment)) hops")
-            }
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.swiftNative, family: .native) { hops, row in
+        runBlocking {
+            let ring = (0..<actors).map { NativeRingNode(id: $0) }
+            for (index, node) in ring.enumerated() { await node.link(ring[(index + 1) % actors]) }
+            let stopwatch = Stopwatch()
+            var holder = 0
+            var token = hops
+            repeat {
+                (holder, token) = await ring[holder].pass(token, budget: nativeSegment)
+            } while token > 0
+            let window = stopwatch.stop()
+            row.expect(holder, hops % actors, "final holder")
+            return row.measurement(
+                window, units: hops, note: "actor awaits next.pass(t - 1); unwinds every \(grouped(nativeSegment)) hops"
+            )
+        }
     }
 
     let stream = oneWayNativeSystem
-    if let m = benchmark(
-        config, workload, system: stream, family: .native, divisor: 20,
-        { hops in
-            runBlocking {
-                let channels = (0..<actors).map { _ in AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
-                }
-                let stopwatch = Stopwatch()
-                let holder = await withTaskGroup(of: Int?.self) { group in
-                    for index in 0..<actors {
-                        let inbox = channels[index].stream
-                        let next = channels[(index + 1) % actors].continuation
-                        group.addTask {
-                            for await token in inbox {
-                                if token == 0 {
-                                    for channel in channels { channel.continuation.finish() }
-                                    return index
-                                }
-                                next.yield(token - 1)
+    rows.measure(stream, family: .native, divisor: 20) { hops, row in
+        runBlocking {
+            let channels = (0..<actors).map { _ in AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
+            }
+            let stopwatch = Stopwatch()
+            let holder = await withTaskGroup(of: Int?.self) { group in
+                for index in 0..<actors {
+                    let inbox = channels[index].stream
+                    let next = channels[(index + 1) % actors].continuation
+                    group.addTask {
+                        for await token in inbox {
+                            if token == 0 {
+                                for channel in channels { channel.continuation.finish() }
+                                return index
                             }
-                            return nil
+                            next.yield(token - 1)
                         }
+                        return nil
                     }
-                    channels[0].continuation.yield(hops)
-                    var holder = -1
-                    for await result in group { if let result { holder = result } }
-                    return holder
                 }
-                let (seconds, allocations) = stopwatch.stop()
-                verifyEqual(holder, hops % actors, workload, stream, "final holder")
-                return Measurement(
-                    workload: workload, system: stream, messages: hops, seconds: seconds,
-                    allocations: allocations, note: "one-way: a task per actor, AsyncStream inboxes")
+                channels[0].continuation.yield(hops)
+                var holder = -1
+                for await result in group { if let result { holder = result } }
+                return holder
             }
-        })
-    {
-        rows.append(m)
+            let window = stopwatch.stop()
+            row.expect(holder, hops % actors, "final holder")
+            return row.measurement(
+                window, units: hops, note: "one-way: a task per actor, AsyncStream inboxes")
+        }
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.dispatch, family: .dispatch,
-        { hops in
-            let ring = (0..<actors).map { QueueActor("bench.ring\($0)", DispatchRingState(id: $0)) }
-            for (index, node) in ring.enumerated() { node.state.next = ring[(index + 1) % actors] }
-            let done = Completion<Int>()
-            @Sendable func receive(_ node: QueueActor<DispatchRingState>, _ token: Int) {
-                if token == 0 {
-                    done.complete(node.state.id)
-                } else {
-                    node.state.next.unsafelyUnwrapped.tell { receive($0, token - 1) }
-                }
+    rows.measure(BenchSystem.dispatch, family: .dispatch) { hops, row in
+        let ring = (0..<actors).map { QueueActor("bench.ring\($0)", DispatchRingState(id: $0)) }
+        for (index, node) in ring.enumerated() { node.state.next = ring[(index + 1) % actors] }
+        let done = Completion<Int>()
+        @Sendable func receive(_ node: QueueActor<DispatchRingState>, _ token: Int) {
+            if token == 0 {
+                done.complete(node.state.id)
+            } else {
+                node.state.next.unsafelyUnwrapped.tell { receive($0, token - 1) }
             }
-            let stopwatch = Stopwatch()
-            ring[0].tell { receive($0, hops) }
-            let holder = done.wait("ThreadRing / Dispatch")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(holder, hops % actors, workload, BenchSystem.dispatch, "final holder")
-            for node in ring { node.queue.sync { node.state.next = nil } }  // break the reference cycle
-            return Measurement(
-                workload: workload, system: BenchSystem.dispatch, messages: hops, seconds: seconds,
-                allocations: allocations, note: "next.queue.async per hop")
-        })
-    {
-        rows.append(m)
+        }
+        let stopwatch = Stopwatch()
+        ring[0].tell { receive($0, hops) }
+        let holder = done.wait("ThreadRing / Dispatch")
+        let window = stopwatch.stop()
+        row.expect(holder, hops % actors, "final holder")
+        for node in ring { node.queue.sync { node.state.next = nil } }  // break the reference cycle
+        return row.measurement(
+            window, units: hops, note: "next.queue.async per hop")
     }
 
-    if let m = benchmark(
-        config, workload, system: BenchSystem.troupe, family: .troupe,
-        { hops in
-            let system = troupe.system
-            let done = Completion<Int>()
-            let ring = (0..<actors).map { system.spawn(RingNode(id: $0, done: done)) }
-            for (index, node) in ring.enumerated() { node.tell(.link(ring[(index + 1) % actors])) }
-            let stopwatch = Stopwatch()
-            ring[0].tell(.token(hops))
-            let holder = done.wait("ThreadRing / Troupe")
-            let (seconds, allocations) = stopwatch.stop()
-            verifyEqual(holder, hops % actors, workload, BenchSystem.troupe, "final holder")
-            for node in ring { node.stop() }
-            return Measurement(
-                workload: workload, system: BenchSystem.troupe, messages: hops, seconds: seconds,
-                allocations: allocations, note: "each actor tells next .token(t - 1); \(troupe.workersNote)")
-        })
-    {
-        rows.append(m)
+    rows.measure(BenchSystem.troupe, family: .troupe) { hops, row in
+        let system = troupe.system
+        let done = Completion<Int>()
+        let ring = (0..<actors).map { system.spawn(RingNode(id: $0, done: done)) }
+        for (index, node) in ring.enumerated() { node.tell(.link(ring[(index + 1) % actors])) }
+        let stopwatch = Stopwatch()
+        ring[0].tell(.token(hops))
+        let holder = done.wait("ThreadRing / Troupe")
+        let window = stopwatch.stop()
+        row.expect(holder, hops % actors, "final holder")
+        for node in ring { node.stop() }
+        return row.measurement(
+            window, units: hops, note: "each actor tells next .token(t - 1); \(troupe.workersNote)")
     }
 
-    return rows
+    return rows.measured
 }

@@ -120,8 +120,7 @@ private func activeTimers(_ holders: [ActorRef<TimerHolder.Message>], _ what: St
 // MARK: - TimersArmCancel
 
 private struct ArmCancelResult: Sendable {
-    var seconds: Double
-    var allocations: UInt64
+    var window: Window
     var checked: Int
     var wrongState: Int
     var activeAfter: Int
@@ -152,10 +151,10 @@ private struct Armer: ActorDefinition {
                     context.cancelTimer(key: 0)
                 }
             }
-            let (seconds, allocations) = stopwatch.stop()
+            let window = stopwatch.stop()
             done.complete(
                 ArmCancelResult(
-                    seconds: seconds, allocations: allocations, checked: checked,
+                    window: window, checked: checked,
                     wrongState: wrongState, activeAfter: context.activeTimerCount))
         case .tick:
             ticks.add()
@@ -165,43 +164,37 @@ private struct Armer: ActorDefinition {
 
 func timersArmCancelRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.timersArmCancel
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
     let system = BenchSystem.troupe
-    if let m = benchmark(
-        config, workload, system: system, family: .troupe,
-        { n in
-            let what = "\(workload.rawValue) / \(system)"
-            let ticks = TickCount()
-            let perActor = config.timersPerActor
-            let holders = spawnHolders(config.activeTimers / perActor, ticks: ticks, what)
-            let armed = Latch(count: holders.count)
-            for (index, holder) in holders.enumerated() {
-                holder.tell(.arm(ArmRequest(count: perActor, seed: UInt64(index + 1), done: armed)))
-            }
-            armed.wait("\(what): arming the background timers")
-            let armer = troupe.system.spawn(Armer(ticks: ticks))
-            let done = Completion<ArmCancelResult>()
-            armer.tell(.run(count: n, done: done))
-            let result = done.wait(what)
-            let background = activeTimers(holders, what)
-            armer.stop()
-            for holder in holders { holder.stop() }
-            verifyEqual(
-                result.wrongState, 0, workload, system,
-                "timer states contradicting start/cancel (of \(result.checked) checked pairs)")
-            verifyEqual(result.activeAfter, 0, workload, system, "timers left active by the arming actor")
-            verifyEqual(background, holders.count * perActor, workload, system, "background timers still active")
-            verifyEqual(ticks.total, 0, workload, system, "timers fired (all were far or cancelled)")
-            return Measurement(
-                workload: workload, system: system, messages: n, seconds: result.seconds,
-                allocations: result.allocations,
-                note:
-                    "in one handler; \(grouped(background)) other timers active (heap depth ~\(heapDepth(background)))")
-        })
-    {
-        rows.append(m)
+    rows.measure(system, family: .troupe) { n, row in
+        let what = "\(workload.rawValue) / \(system)"
+        let ticks = TickCount()
+        let perActor = config.timersPerActor
+        let holders = spawnHolders(config.activeTimers / perActor, ticks: ticks, what)
+        let armed = Latch(count: holders.count)
+        for (index, holder) in holders.enumerated() {
+            holder.tell(.arm(ArmRequest(count: perActor, seed: UInt64(index + 1), done: armed)))
+        }
+        armed.wait("\(what): arming the background timers")
+        let armer = troupe.system.spawn(Armer(ticks: ticks))
+        let done = Completion<ArmCancelResult>()
+        armer.tell(.run(count: n, done: done))
+        let result = done.wait(what)
+        let background = activeTimers(holders, what)
+        armer.stop()
+        for holder in holders { holder.stop() }
+        row.expect(
+            result.wrongState, 0,
+            "timer states contradicting start/cancel (of \(result.checked) checked pairs)")
+        row.expect(result.activeAfter, 0, "timers left active by the arming actor")
+        row.expect(background, holders.count * perActor, "background timers still active")
+        row.expect(ticks.total, 0, "timers fired (all were far or cancelled)")
+        return row.measurement(
+            result.window, units: n,
+            note:
+                "in one handler; \(grouped(background)) other timers active (heap depth ~\(heapDepth(background)))")
     }
-    return rows
+    return rows.measured
 }
 
 /// Levels of a binary heap of `count` entries.
@@ -299,96 +292,86 @@ private final class NativeLateness: Sendable {
 
 func timersLatenessRows(_ config: BenchConfig) -> [Measurement] {
     let workload = Workload.timersLateness
-    var rows: [Measurement] = []
+    var rows = RowSet(config, workload)
     let spread = "deadlines \(fixed(config.latenessWindow.from, 2))–\(fixed(config.latenessWindow.to, 2)) s ahead"
 
-    if let m = benchmark(
-        config, workload, system: timerNativeSystem, family: .native,
-        { n in
-            let what = "\(workload.rawValue) / \(timerNativeSystem)"
-            let delays = latenessDelays(config, n)
-            let shared = NativeLateness(count: n)
-            var tasks: [Task<Void, Never>] = []
-            tasks.reserveCapacity(n)
-            let stopwatch = Stopwatch()
-            for delay in delays {
-                tasks.append(
-                    Task {
-                        let deadline = CBenchSupport_now_ns() &+ UInt64(delay)
-                        try? await Task.sleep(for: .nanoseconds(delay))
-                        let now = CBenchSupport_now_ns()
-                        if now < deadline { shared.early.add(1, ordering: .relaxed) }
-                        shared.histogram.withLock { _ = $0.record(now < deadline ? 0 : now - deadline) }
-                        shared.fired.countDown()
-                    })
-            }
-            shared.fired.wait(what)
-            let (seconds, allocations) = stopwatch.stop()
-            let started = tasks
-            runBlocking(what) { for task in started { await task.value } }
-            let histogram = shared.histogram.withLock { $0 }
-            verifyEqual(histogram.totalCount, UInt64(n), workload, timerNativeSystem, "firings recorded")
-            verifyEqual(
-                shared.early.load(ordering: .acquiring), 0, workload, timerNativeSystem,
-                "tasks woken before their deadline")
-            return Measurement(
-                workload: workload, system: timerNativeSystem, messages: n, seconds: seconds, allocations: allocations,
-                note: "one Task per timer: try await Task.sleep(for:), default tolerance; \(spread)",
-                latency: LatencySummary(histogram))
-        })
-    {
-        rows.append(m)
+    rows.measure(timerNativeSystem, family: .native) { n, row in
+        let what = "\(workload.rawValue) / \(timerNativeSystem)"
+        let delays = latenessDelays(config, n)
+        let shared = NativeLateness(count: n)
+        var tasks: [Task<Void, Never>] = []
+        tasks.reserveCapacity(n)
+        let stopwatch = Stopwatch()
+        for delay in delays {
+            tasks.append(
+                Task {
+                    let deadline = CBenchSupport_now_ns() &+ UInt64(delay)
+                    try? await Task.sleep(for: .nanoseconds(delay))
+                    let now = CBenchSupport_now_ns()
+                    if now < deadline { shared.early.add(1, ordering: .relaxed) }
+                    shared.histogram.withLock { _ = $0.record(now < deadline ? 0 : now - deadline) }
+                    shared.fired.countDown()
+                })
+        }
+        shared.fired.wait(what)
+        let window = stopwatch.stop()
+        let started = tasks
+        runBlocking(what) { for task in started { await task.value } }
+        let histogram = shared.histogram.withLock { $0 }
+        row.expect(histogram.totalCount, UInt64(n), "firings recorded")
+        row.expect(
+            shared.early.load(ordering: .acquiring), 0,
+            "tasks woken before their deadline")
+        return row.measurement(
+            window, units: n,
+            note: "one Task per timer: try await Task.sleep(for:), default tolerance; \(spread)",
+            latency: LatencySummary(histogram))
     }
 
     let system = BenchSystem.troupe
-    if let m = benchmark(
-        config, workload, system: system, family: .troupe,
-        { n in
-            let what = "\(workload.rawValue) / \(system)"
-            let delays = latenessDelays(config, n)
-            let actorCount = min(latenessActors, n)
-            let fired = Latch(count: n)
-            let plans = (0..<actorCount).map { actor in
-                LatenessPlan(
-                    delays: Array(delays[(actor * n / actorCount)..<((actor + 1) * n / actorCount)]), fired: fired)
+    rows.measure(system, family: .troupe) { n, row in
+        let what = "\(workload.rawValue) / \(system)"
+        let delays = latenessDelays(config, n)
+        let actorCount = min(latenessActors, n)
+        let fired = Latch(count: n)
+        let plans = (0..<actorCount).map { actor in
+            LatenessPlan(
+                delays: Array(delays[(actor * n / actorCount)..<((actor + 1) * n / actorCount)]), fired: fired)
+        }
+        let actors = (0..<actorCount).map { _ in troupe.system.spawn(Punctual()) }
+        let stopwatch = Stopwatch()
+        for (actor, plan) in zip(actors, plans) { actor.tell(.arm(plan)) }
+        fired.wait(what)
+        let window = stopwatch.stop()
+        sleepSeconds(config.latenessGraceSeconds)  // a second firing of any timer would arrive by now
+        var total = LatenessReport(histogram: makeLatencyHistogram())
+        for actor in actors {
+            do {
+                let report = try actor.askBlocking { .report($0) }
+                total.histogram.add(report.histogram)
+                total.once += report.once
+                total.twice += report.twice
+                total.never += report.never
+                total.early += report.early
+                total.activeAfter += report.activeAfter
+            } catch {
+                verify(false, "\(what): report ask failed: \(error)")
             }
-            let actors = (0..<actorCount).map { _ in troupe.system.spawn(Punctual()) }
-            let stopwatch = Stopwatch()
-            for (actor, plan) in zip(actors, plans) { actor.tell(.arm(plan)) }
-            fired.wait(what)
-            let (seconds, allocations) = stopwatch.stop()
-            sleepSeconds(config.latenessGraceSeconds)  // a second firing of any timer would arrive by now
-            var total = LatenessReport(histogram: makeLatencyHistogram())
-            for actor in actors {
-                do {
-                    let report = try actor.askBlocking { .report($0) }
-                    total.histogram.add(report.histogram)
-                    total.once += report.once
-                    total.twice += report.twice
-                    total.never += report.never
-                    total.early += report.early
-                    total.activeAfter += report.activeAfter
-                } catch {
-                    verify(false, "\(what): report ask failed: \(error)")
-                }
-                actor.stop()
-            }
-            verifyEqual(total.twice, 0, workload, system, "timers that fired more than once")
-            verifyEqual(total.never, 0, workload, system, "timers that never fired")
-            verifyEqual(total.once, n, workload, system, "timers that fired exactly once")
-            verifyEqual(total.early, 0, workload, system, "timers handled before their deadline")
-            verifyEqual(total.activeAfter, 0, workload, system, "timers still active after firing")
-            verifyEqual(total.histogram.totalCount, UInt64(n), workload, system, "lateness values recorded")
-            return Measurement(
-                workload: workload, system: system, messages: n, seconds: seconds, allocations: allocations,
-                note: "\(actorCount) actors, startSingleTimer; \(spread); \(troupe.workersNote)",
-                latency: LatencySummary(total.histogram))
-        })
-    {
-        rows.append(m)
+            actor.stop()
+        }
+        row.expect(total.twice, 0, "timers that fired more than once")
+        row.expect(total.never, 0, "timers that never fired")
+        row.expect(total.once, n, "timers that fired exactly once")
+        row.expect(total.early, 0, "timers handled before their deadline")
+        row.expect(total.activeAfter, 0, "timers still active after firing")
+        row.expect(total.histogram.totalCount, UInt64(n), "lateness values recorded")
+        return row.measurement(
+            window, units: n,
+            note: "\(actorCount) actors, startSingleTimer; \(spread); \(troupe.workersNote)",
+            latency: LatencySummary(total.histogram))
     }
 
-    return rows
+    return rows.measured
 }
 
 // MARK: - TimersMemory and TimersIdleCPU
@@ -440,15 +423,15 @@ private func armedTimerRows(
     let rssAtStart = CBenchSupport_rss_bytes()
     let stopwatch = Stopwatch()
     arm()
-    let (seconds, allocations) = stopwatch.stop()
+    let window = stopwatch.stop()
     let heapAtEnd = CBenchSupport_heap_in_use()
     let rssAtEnd = CBenchSupport_rss_bytes()
     var rows: [Measurement] = []
     if wantsMemory {
         var m = Measurement(
-            workload: .timersMemory, system: memorySystem, messages: timers, seconds: seconds,
-            allocations: allocations,
-            note: "\(fixed(Double(allocations) / Double(timers), 2)) allocs/timer; \(note)",
+            workload: .timersMemory, system: memorySystem, messages: timers, seconds: window.seconds,
+            allocations: window.allocations,
+            note: "\(fixed(Double(window.allocations) / Double(timers), 2)) allocs/timer; \(note)",
             heapBytes: heapAtEnd - heapAtStart)  // size_t imports as Int
         m.rssBytes = rssAtStart >= 0 && rssAtEnd >= 0 ? rssAtEnd - rssAtStart : nil
         peakWindow.close(&m)
@@ -459,12 +442,12 @@ private func armedTimerRows(
         let cpuAtStart = CBenchSupport_process_cpu_seconds()
         let idleWatch = Stopwatch()
         sleepSeconds(config.idleSeconds)
-        let (idleSeconds, idleAllocations) = idleWatch.stop()
+        let idleWindow = idleWatch.stop()
         let cpuSeconds = CBenchSupport_process_cpu_seconds() - cpuAtStart
         verify(cpuSeconds >= 0, "\(Workload.timersIdleCPU.rawValue) / \(idleSystem): getrusage failed")
         var m = Measurement(
-            workload: .timersIdleCPU, system: idleSystem, messages: timers, seconds: idleSeconds,
-            allocations: idleAllocations, note: note, cpuSeconds: cpuSeconds)
+            workload: .timersIdleCPU, system: idleSystem, messages: timers, seconds: idleWindow.seconds,
+            allocations: idleWindow.allocations, note: note, cpuSeconds: cpuSeconds)
         peakWindow.close(&m)
         rows.append(m)
     }

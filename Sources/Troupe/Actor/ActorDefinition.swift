@@ -58,6 +58,8 @@ extension ActorDefinition {
 
     @inlinable
     public static func _turn(_ turn: _ActorTurn) -> Bool {
+        // Safety: only the runtime makes an `_ActorTurn`, in `ActorCell<Self>.runTurn`, so `turn.cell` is
+        // that cell; its runner holds it for the whole turn.
         Unmanaged<ActorCell<Self>>.fromOpaque(turn.cell)._withUnsafeGuaranteedRef {
             $0.turn(buffer: turn.buffer, limit: turn.limit, progress: turn.progress)
         }

@@ -8,6 +8,8 @@ public struct _ActorTurn {
     @usableFromInline let progress: UnsafeTurnProgress
 
     init(cell: AnyCell, buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress) {
+        // Safety: unretained: the turn's runner holds the cell (see `AnyCell.entryRetained`) for as long
+        // as this value lives, which is one `_turn` call.
         self.cell = Unmanaged.passUnretained(cell).toOpaque()
         self.buffer = buffer
         self.limit = limit

@@ -53,6 +53,8 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication
     /// The deposit room's address (the object never moves).
     @inlinable
     final var depositRoom: UnsafeMutableRawPointer {
+        // Safety: the caller holds the ask while it uses the room; an object never moves, and
+        // `depositStorage` starts at `depositOffset` (checked by `init` in debug builds).
         UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + AskStateBase.depositOffset
     }
 
@@ -63,6 +65,8 @@ class AskStateBase: TimerEntry, @unchecked Sendable {  // set before publication
     }
 
     private func measuredDepositOffset() -> Int {
+        // Safety: only addresses are subtracted, nothing is read or written; `depositStorage` is a private
+        // stored property accessed directly, so the pointer is its place inside this object.
         let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
         return withUnsafeMutablePointer(to: &depositStorage) { UnsafeMutableRawPointer($0) - base }
     }
@@ -196,6 +200,8 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
     }
 
     fileprivate func measuredWaiterOffset() -> Int {
+        // Safety: only addresses are subtracted, nothing is read or written; `waiter` is a private stored
+        // property accessed directly, so the pointer is its place inside this object.
         let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque())
         return withUnsafeMutablePointer(to: &waiter) { UnsafeMutableRawPointer($0) - base }
     }
@@ -203,6 +209,8 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
     /// The `waiter` field's address (an object never moves).
     @inlinable
     final var waiterSlot: UnsafeMutablePointer<AskWaiter<Completion>> {
+        // Safety: `waiterOffset` is where `init` placed `waiter`, an initialised `AskWaiter<Completion>`
+        // (the offset is the same for every `Value`: checked in debug builds); the caller holds the ask.
         (UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + waiterOffset.load(ordering: .relaxed))
             .assumingMemoryBound(to: AskWaiter<Completion>.self)
     }
@@ -212,6 +220,8 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
     /// request must not be sent. Inlinable for the same reason as ``complete(_:)``.
     @inlinable
     final func install(_ continuation: UnsafeContinuation<Completion, Never>) -> Bool {
+        // Safety: nobody else reaches `waiter` yet: the request (and its timeout) go out after this call,
+        // and `cancel` completes the ask only once it sees `installed`, which is set after this write.
         waiterSlot.pointee = .continuation(continuation)
         installed.store(true, ordering: .sequentiallyConsistent)
         guard cancelRequested.load(ordering: .sequentiallyConsistent) else { return true }
@@ -240,6 +250,8 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
             completeHandOff(result)
             return true
         }
+        // Safety: only the winner of `completed` gets here, so the waiter is moved out once (and the slot
+        // re-initialised at once); its only write, `init` or `install`, happened before that win.
         let slot = waiterSlot
         let waiter = slot.move()
         slot.initialize(to: .none)
@@ -307,6 +319,8 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
         }
         // A completer on another thread is depositing: its store is a few instructions away.
         waitForDeposit()
+        // Safety: `waitForDeposit` returned, so the phase is `deposited` and the result is in the room;
+        // only the asking thread, this one, takes it.
         continuation.resume(returning: takeDepositedResult().unsafelyUnwrapped)
     }
 

@@ -20,14 +20,21 @@ struct AskToken {
         AskToken(raw: Unmanaged.passRetained(state).toOpaque())
     }
 
+    // Safety: `raw` was made by `retaining(_:)` (and carried in the envelope's header), whose retain
+    // keeps the state alive until exactly one of the three calls below gives it back.
     private var state: Unmanaged<AskStateBase> { Unmanaged<AskStateBase>.fromOpaque(raw) }
 
+    // Safety: gives the request's retain back, once (the ownership contract above).
     /// The request was handled: gives the retain back.
     @usableFromInline func release() { state.release() }
 
+    // Safety: takes the token's retain back, once (the ownership contract above); the value it
+    // returns keeps the state alive through the call.
     /// The request became a dead letter: fails the ask (if still open) and gives the retain back.
     func failDelivery(_ reason: DeadLetterReason) { state.takeRetainedValue().failDelivery(reason) }
 
+    // Safety: takes the token's retain back, once (the ownership contract above); the value it
+    // returns keeps the state alive through the call.
     /// The request's handler failed: fails the ask with the error (if still open) and gives the
     /// retain back.
     func failHandler(_ error: any Error) { state.takeRetainedValue().failHandler(error) }

@@ -19,6 +19,8 @@ enum Asking {
         if Task.isCancelled { throw .cancelled }
         let state = AskState<Value>(limit: system.askLimit(timeout))
         let result: Result<Value, AskError> = await withTaskCancellationHandler {
+            // Safety: resumed exactly once: `install` stores it as the waiter, and only the winner of
+            // `completed` (answer, timeout, failure, `cancel`, or `install` seeing a cancellation) resumes it.
             await withUnsafeContinuation { continuation in
                 if state.install(continuation) {
                     send(state)
@@ -65,6 +67,8 @@ enum Asking {
         if let result = state.takeDepositedResult() { return try result.get() }
         system.timer.armTimeout(of: state)
         let result: Result<Value, AskError> = await withTaskCancellationHandler {
+            // Safety: resumed exactly once: the task's `waiting` CAS wins and the completer resumes the parked
+            // word, or a completer's deposit won and `waitAfterHandOff` resumes it here with the result.
             await withUnsafeContinuation { continuation in state.waitAfterHandOff(continuation) }
         } onCancel: {
             state.cancel()
@@ -94,6 +98,8 @@ enum Asking {
         send: (AskState<Value>) -> Void
     ) throws(AskError) -> Value {
         if let raw = CTroupe_current_worker() {
+            // Safety: the current-worker slot names this thread's own worker, which outlives the call (its
+            // thread clears the slot before it ends).
             let refused = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker in
                 guard !worker.isShared, let served = worker.servedCell else { return true }
                 return targets(served)
@@ -108,6 +114,8 @@ enum Asking {
         let parker = ThreadParker.current
         parker.reset()
         var answer: Result<Value, AskError>? = nil
+        // Safety: the pointer outlives its one use: the callback writes through it once, before `wake`,
+        // and this closure returns only after `wait` saw that wake (the completed ask drops the callback).
         withUnsafeMutablePointer(to: &answer) { pointer in
             let slot = AnswerSlot(pointer: pointer)
             callback(

@@ -28,10 +28,13 @@ final class ThreadParker: @unchecked Sendable {  // see the contract above
     /// The calling thread's parker. Owning thread.
     static var current: ThreadParker {
         if let raw = pthread_getspecific(parkerKey) {
+            // Safety: the slot holds this thread's retained parker (stored below) until the thread exits,
+            // and only this thread reads it.
             return Unmanaged<ThreadParker>.fromOpaque(raw).takeUnretainedValue()
         }
         let parker = ThreadParker()
         // The thread's reference, released by the key's destructor when the thread exits.
+        // Safety: one retain per thread, given back once by the key's destructor (`parkerKey`).
         let status = pthread_setspecific(parkerKey, Unmanaged.passRetained(parker).toOpaque())
         precondition(status == 0, "pthread_setspecific failed with error \(status)")
         return parker
@@ -73,6 +76,7 @@ final class ThreadParker: @unchecked Sendable {  // see the contract above
 private let parkerKey: pthread_key_t = {
     var key = pthread_key_t()
     let status = pthread_key_create(&key) { raw in
+        // Safety: gives back the one retain `current` stored under this key for the exiting thread.
         if let raw { Unmanaged<ThreadParker>.fromOpaque(raw).release() }
     }
     precondition(status == 0, "pthread_key_create failed with error \(status)")

@@ -48,6 +48,8 @@ extension ActorCell {
         // Leaving the live-actor list: a worker running this turn from an unretained entry
         // must hold the cell itself until the turn is over (see `AnyCell.entryRetained`).
         if let worker = CTroupe_current_worker() {
+            // Safety: the current-worker slot names this thread's own worker, which outlives the call (its
+            // thread clears the slot before it ends).
             Unmanaged<Worker>.fromOpaque(worker)._withUnsafeGuaranteedRef { $0.retainIfRunningUnretained(self) }
         }
         system.unregister(self, reason: reason)

@@ -109,6 +109,8 @@ extension ActorCell {
             return
         }
         // Handled: the envelope's retain of the ask state ends here.
+        // Safety: the handler returned and asked for no stop or crash, so the envelope's token retain
+        // ends here, once (`AskToken`'s contract): no failure or dead letter took it.
         token?.release()
     }
 
@@ -131,6 +133,8 @@ extension ActorCell {
             return
         }
         stopNow(.stopped)
+        // Safety: the handler succeeded, and `stopNow` fails only a kept retry's token, never this one
+        // (a retry leaves `extras` before it is delivered), so the token's retain ends here, once.
         token?.release()
     }
 
@@ -139,6 +143,8 @@ extension ActorCell {
     @usableFromInline
     final func holdForResumption(_ buffer: UnsafeEnvelopeBuffer, from start: Int, to end: Int) {
         for index in start..<end {
+            // Safety: `popEnvelopes` filled the indices below `end` (the batch's count) with non-nil
+            // envelopes the C allocator made as `CTroupe_envelope`s; they wait in `held` until the resume.
             extras!.held.append(buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self))
         }
     }

@@ -26,6 +26,8 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     init(system: borrowing ActorSystem, box: consuming ManagedBuffer<Definition, Void>, config: borrowing CellConfig?) {
         // Borrowed where they are only copied into stored properties: with the default (owned)
         // conventions each spawn paid three more retain/release pairs, measured.
+        // Safety: the box is a heap object that never moves, and `instanceBox` holds it until
+        // `releaseInstance`, which clears this address first.
         let address = UInt(bitPattern: box.withUnsafeMutablePointerToHeader { $0 })
         instanceBox = box
         super.init(system: system, config: config)
@@ -59,6 +61,8 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     @inlinable @inline(__always)
     func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
         assert(!flags.contains(.instanceReleased), "the instance of a stopped actor was used")
+        // Safety: the address is `instanceBox`'s header, an initialised `Definition` the cell holds until
+        // `releaseInstance` zeroes it (asserted above); only the holder of the scheduling right gets here.
         let typed = UnsafeMutablePointer<Definition>(bitPattern: instanceAddress.load(ordering: .relaxed))
             .unsafelyUnwrapped
         if MemoryLayout<Definition>.size == 0 {
@@ -147,6 +151,8 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// path of envelopes held across a suspension.
     @usableFromInline
     func handleSlowly(_ raw: UnsafeMutableRawPointer) {
+        // Safety: `raw` is a popped envelope of this mailbox (or one held over a suspension), which the
+        // C allocator made as a `CTroupe_envelope`.
         let envelope = Envelope(raw: raw.assumingMemoryBound(to: CTroupe_envelope.self))
         if _slowPath(envelope.isSystem) {
             handleSystem(envelope.take(as: SystemMessage.self))
@@ -186,8 +192,12 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             if Lifecycle(rawValue: lifecycle.load(ordering: .relaxed)) == .restartRequested { _ = restartAsRequested() }
         case .watchedTerminated(let notice, let targetID):
             guard !isStoppedOrAbandoned, let watch = extras?.watching.removeValue(forKey: targetID) else { return }
+            // Safety: `watch(_:mapping:)` of this cell, the only writer of `watching`, stores a
+            // `NoticeMapping<Message>`.
             deliver(unsafeDowncast(watch.mapping, to: NoticeMapping<Message>.self).map(notice), token: nil)
         case .timerFired(let entry):
+            // Safety: only this cell's own timers send it `.timerFired`, and `startTimer` makes them as
+            // `ActorTimer<Message>`.
             let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
             timer.inFlight.store(false, ordering: .releasing)
             guard !isStoppedOrAbandoned, let extras, extras.timers[timer.key] === timer else { return }
@@ -212,6 +222,7 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     override func cancelTimer(key: TimerKey) {
         guard let entry = extras?.timers.removeValue(forKey: key) else { return }
+        // Safety: `timers` holds only what `startTimer` of this cell stored: `ActorTimer<Message>`s.
         let timer = unsafeDowncast(entry, to: ActorTimer<Message>.self)
         timer.cancelled.store(true, ordering: .releasing)
         system.timer.cancel(timer)

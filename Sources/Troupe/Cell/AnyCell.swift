@@ -32,6 +32,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// whole object with `memalign`.)
     @exclusivity(unchecked) private var mailboxStorage: MailboxStorage = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     final var mailbox: OpaquePointer {
+        // Safety: `init` stores the mailbox's (non-null) address before the cell is shared; never changed.
         OpaquePointer(bitPattern: mailboxAddress.load(ordering: .relaxed)).unsafelyUnwrapped
     }
     @usableFromInline let system: ActorSystem
@@ -98,7 +99,11 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         }
         precondition(MemoryLayout.size(ofValue: mailboxStorage) >= Int(CTroupe_mailbox_storage_size))
         // An object never moves, so the storage's address stays valid for the cell's life.
+        // Safety: `mailboxStorage` is a private stored property accessed directly, so this is its address
+        // inside the object (not a temporary copy), valid for the cell's life; only the mailbox uses it.
         let storage = withUnsafeMutablePointer(to: &mailboxStorage) { UnsafeMutableRawPointer($0) }
+        // Safety: the owner pointer is unretained: the mailbox lives inside this cell, so the cell outlives
+        // every use of it (a queued mailbox's cell is held by its entry's retain or the live-actor list).
         let mailbox = CTroupe_mailbox_init(
             storage, Unmanaged.passUnretained(self).toOpaque(),
             stored?.tracksDepth ?? false || system.introspector.tracksMailboxDepths,
@@ -157,6 +162,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     @inline(__always)
     final func makeEntry() -> Unmanaged<AnyCell> {
         let bits = Lifecycle(rawValue: lifecycle.load(ordering: .acquiring))
+        // Safety: a stopped cell or a job lane has no other holder, so its entry carries a retain, given
+        // back by whoever takes the entry with the right; a running cell's entry needs none: the
+        // live-actor list holds it until its own turn takes it off (see `entryRetained`).
         if _slowPath(!bits.isDisjoint(with: [.stopped, .jobLane])) {
             entryRetained = true
             return Unmanaged.passRetained(self)
@@ -203,6 +211,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// that none wait in a popped batch beyond its capacity); see `CTroupe_mailbox_pop_batch`.
     @usableFromInline
     final func popEnvelopes(into buffer: UnsafeEnvelopeBuffer, capacity: Int) -> Int {
+        // Safety: both element types are one optional pointer (same size and stride), rebound only for
+        // the C call; every turn passes a limit no larger than its buffer, so `capacity` slots exist.
         buffer.withMemoryRebound(to: UnsafeMutablePointer<CTroupe_envelope>?.self, capacity: capacity) {
             CTroupe_mailbox_pop_batch(mailbox, $0, mailboxMode == .unbounded ? capacity : 1)
         }

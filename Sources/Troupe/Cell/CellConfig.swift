@@ -46,6 +46,8 @@ final class CellConfig: Sendable {
 
     /// Any thread.
     func requestRestart(_ request: RestartRequest) {
+        // Safety: the stored address owns one retain; the exchange hands the replaced one's to this
+        // caller alone, which gives it back.
         let address = UInt(bitPattern: Unmanaged.passRetained(request).toOpaque())
         let replaced = pendingRestart.exchange(address, ordering: .acquiringAndReleasing)
         if let raw = UnsafeMutableRawPointer(bitPattern: replaced) {
@@ -57,6 +59,7 @@ final class CellConfig: Sendable {
     func takeRestartRequest() -> RestartRequest? {
         let address = pendingRestart.exchange(0, ordering: .acquiringAndReleasing)
         guard let raw = UnsafeMutableRawPointer(bitPattern: address) else { return nil }
+        // Safety: the exchange took the stored address, and with it its one retain, for this caller alone.
         return Unmanaged<RestartRequest>.fromOpaque(raw).takeRetainedValue()
     }
 

@@ -62,12 +62,15 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
 
     /// Whether the calling thread is running one of this lane's jobs.
     var isRunningJobOnCurrentThread: Bool {
+        // Safety: identity only: the two addresses are compared, never dereferenced.
         CTroupe_current_job_lane() == Unmanaged.passUnretained(self).toOpaque()
     }
 
     override func runTurn(buffer: UnsafeEnvelopeBuffer, limit: Int, progress: UnsafeTurnProgress) -> Bool {
         guard let executor else { preconditionFailure("a job lane runs before its executor is set") }
         if _slowPath(system.schedulerHasTerminated) { warnOnceAfterTermination() }
+        // Safety: identity only: the thread's current-lane slot is compared (`checkIsolated`), never
+        // dereferenced, and it is restored before this turn returns.
         let me = Unmanaged.passUnretained(self).toOpaque()
         let outerLane = CTroupe_current_job_lane()
         let outerTaskExecutor = CTroupe_current_task_executor()
@@ -77,6 +80,9 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
         }
         CTroupe_set_current_job_lane(me)
         _ = forEachPoppedEnvelope(buffer: buffer, limit: limit, progress: progress) { buffer, index, _ in
+            // Safety: `popEnvelopes` filled the indices below the batch's count with non-nil envelopes; a
+            // lane's mailbox only ever gets `Travelling` user envelopes (`enqueue`; a lane gets no system
+            // message), each taken once.
             let travelling = Envelope(
                 raw: buffer[index].unsafelyUnwrapped.assumingMemoryBound(to: CTroupe_envelope.self)
             ).take(as: Travelling.self)

@@ -40,6 +40,8 @@ public final class TroupeSerialExecutor: SerialExecutor {
     init(system: ActorSystem) {
         lane = JobLane(system: system)
         taskExecutor = system.taskExecutor
+        // Safety: identity only: compared with the enqueuing thread's current task executor, never
+        // dereferenced; `taskExecutor` holds the object anyway.
         let identity = Unmanaged.passUnretained(taskExecutor).toOpaque()
         taskExecutorIdentity = UInt(bitPattern: identity)
         let unowned = UnownedSerialExecutor(ordinary: self)
@@ -56,6 +58,7 @@ public final class TroupeSerialExecutor: SerialExecutor {
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        // Safety: `init` sets `unownedSelf` before the executor is shared, and nothing clears it.
         unownedSelf.unsafelyUnwrapped
     }
 

@@ -27,6 +27,8 @@ public final class TroupeTaskExecutor: TaskExecutor {
     private let nextLane = Atomic<Int>(0)
 
     init(system: ActorSystem, laneCount: Int) {
+        // Safety (the three unretained references): `lanes` holds every lane and every lane holds the
+        // system for this executor's life; `identity` is only compared with a thread's current executor.
         self.system = Unmanaged.passUnretained(system)
         lanes = (0..<laneCount).map { _ in JobLane(system: system) }
         laneRefs = lanes.map { Unmanaged.passUnretained($0) }

@@ -14,6 +14,7 @@ extension ActorSystem {
     public func snapshot() -> SystemSnapshot {
         let shared = scheduler.sharedWorkers
         let reads = shared.map { worker in
+            // Safety: the scheduler (held by this system) holds its shared workers for its whole life.
             worker._withUnsafeGuaranteedRef {
                 ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
             }
@@ -89,6 +90,7 @@ extension ActorSystem {
     /// Shared workers running a turn now (a racy observation, for gauges). Any thread.
     public var busyWorkerCount: Int {
         scheduler.sharedWorkers.reduce(0) { busy, worker in
+            // Safety: the scheduler (held by this system) holds its shared workers for its whole life.
             busy + (worker._withUnsafeGuaranteedRef { $0.currentCell.load(ordering: .relaxed) } == 0 ? 0 : 1)
         }
     }
@@ -100,6 +102,7 @@ extension ActorSystem {
     }
 
     static func identity(of cell: AnyCell) -> UInt {
+        // Safety: identity only: the address is compared, never dereferenced.
         UInt(bitPattern: Unmanaged.passUnretained(cell).toOpaque())
     }
 

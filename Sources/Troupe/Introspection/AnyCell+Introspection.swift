@@ -58,6 +58,8 @@ extension AnyCell {
     /// The cell's histograms, made now if needed. The holder of the scheduling right.
     private var ownHistogramsCreatingIfNeeded: CellHistograms {
         if let existing = ownHistograms { return existing }
+        // Safety: the cell's one retain of its histograms, given back by `releaseOwnHistograms` in the
+        // cell's deinit; only the holder of the scheduling right makes them, once.
         let made = Unmanaged.passRetained(CellHistograms())
         histogramsAddress.store(UInt(bitPattern: made.toOpaque()), ordering: .releasing)
         return made.takeUnretainedValue()
@@ -65,12 +67,15 @@ extension AnyCell {
 
     /// The cell's histograms, if it has any. Any thread (the cell keeps them until it goes).
     var ownHistograms: CellHistograms? {
+        // Safety: a non-zero address is the histograms the cell keeps retained until its deinit, and the
+        // caller holds the cell.
         guard let raw = UnsafeRawPointer(bitPattern: histogramsAddress.load(ordering: .acquiring)) else { return nil }
         return Unmanaged<CellHistograms>.fromOpaque(raw).takeUnretainedValue()
     }
 
     /// Frees the histograms; from the cell's deinit.
     func releaseOwnHistograms() {
+        // Safety: from the cell's deinit: gives back the one retain taken when the histograms were made.
         guard let raw = UnsafeRawPointer(bitPattern: histogramsAddress.load(ordering: .acquiring)) else { return }
         Unmanaged<CellHistograms>.fromOpaque(raw).release()
     }

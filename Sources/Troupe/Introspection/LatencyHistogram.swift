@@ -29,6 +29,8 @@ public struct LatencyHistogram: Sendable, Hashable {
         var count: UInt64 = 0
         var sum: UInt64 = 0
         var max: UInt64 = 0
+        // Safety: `CTroupe_histogram_read` writes all `bucketCount` counters (its contract), so every
+        // element is initialised; the capacity is not 0, so the base address exists.
         bucketCounts = [UInt64](unsafeUninitializedCapacity: Self.bucketCount) { buffer, initialized in
             CTroupe_histogram_read(histogram, &count, &sum, &max, buffer.baseAddress!)
             initialized = Self.bucketCount

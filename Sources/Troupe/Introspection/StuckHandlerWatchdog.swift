@@ -77,6 +77,7 @@ final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the 
         var suspects: [(worker: Int, cell: UInt, progress: UInt, elapsed: Int64)] = []
         observations.withLock { all in
             for index in all.indices {
+                // Safety: `system`, held strongly here, holds the scheduler, which holds its shared workers.
                 let (cell, progress) = workers[index]._withUnsafeGuaranteedRef {
                     ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
                 }
@@ -108,6 +109,7 @@ final class StuckHandlerWatchdog: TimerEntry, @unchecked Sendable {  // see the 
                 messageType: running.messageType, worker: suspect.worker, elapsed: .nanoseconds(suspect.elapsed))
             // Still the same handler? (It may have ended while the cell was looked up.)
             let confirmed = observations.withLock { all in
+                // Safety: `system`, held strongly here, holds the scheduler, which holds its shared workers.
                 let (cell, progress) = workers[suspect.worker]._withUnsafeGuaranteedRef {
                     ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
                 }

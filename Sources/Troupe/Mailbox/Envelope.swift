@@ -26,6 +26,8 @@ struct Envelope {
     /// Allocates an envelope whose payload is not initialised yet. Any thread.
     @inline(__always)
     static func allocate(payloadSize: Int, kind: UInt32, askToken: AskToken?) -> Envelope {
+        // Safety: a fresh envelope (the allocator never returns NULL: it aborts when out of memory),
+        // held by this thread alone until it is pushed.
         let raw = CTroupe_envelope_alloc(payloadSize)!
         raw.pointee.kind = kind
         raw.pointee.ask_token = askToken?.raw
@@ -47,12 +49,16 @@ struct Envelope {
     /// Where the payload starts.
     var payload: UnsafeMutableRawPointer { UnsafeMutableRawPointer(raw) + Int(CTroupe_envelope_payload_offset) }
 
+    // Safety (both header reads): whoever holds the envelope reads what the sender wrote before the
+    // push; the mailbox's push and its pop (or drop) order the two.
     var isSystem: Bool { raw.pointee.kind == UInt32(CTroupe_envelope_kind_system) }
     var askToken: AskToken? { raw.pointee.ask_token.map(AskToken.init(raw:)) }
 
     /// Frees an envelope whose payload was moved out or destroyed. Any thread.
     @usableFromInline
     static func free(_ raw: UnsafeMutableRawPointer) {
+        // Safety: `raw` is an envelope's start (a popped buffer entry), which the C allocator made as a
+        // `CTroupe_envelope`; its payload was moved out or destroyed, and it is freed once.
         CTroupe_envelope_free(raw.assumingMemoryBound(to: CTroupe_envelope.self))
     }
 
@@ -86,6 +92,8 @@ enum EnvelopeLayout {
     @inlinable static var payloadOffset: Int { 32 }
     @inlinable static var userKind: UInt32 { 0 }
 
+    // Safety (the three loads below): `envelope` is a popped envelope the turn holds, and these are
+    // its header's fields, at the offsets and types `mailbox.c` asserts at compile time.
     @inlinable @inline(__always)
     static func isUser(_ envelope: UnsafeMutableRawPointer) -> Bool {
         envelope.load(fromByteOffset: kindOffset, as: UInt32.self) == userKind

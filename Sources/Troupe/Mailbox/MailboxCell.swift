@@ -13,6 +13,8 @@ class MailboxCell<Message: Sendable>: AnyCell, @unchecked Sendable {  // inherit
         guard let payload = allocateForFastSend(payloadSize: MemoryLayout<Message>.size) else {
             return tellSlowly(message)
         }
+        // Safety: `allocateForFastSend` returned room for `Message`'s size at a 16-byte-aligned offset
+        // (enough for any Swift type) in a fresh envelope that only this thread holds until the push.
         payload.initializeMemory(as: Message.self, to: message)
         pushUserEnvelope(payload: payload)
         return .enqueued

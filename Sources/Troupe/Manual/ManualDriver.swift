@@ -27,9 +27,13 @@ internal import CTroupe
 /// test, but a stray one must not corrupt it) add to the run queue it drains.
 public final class ManualDriver: @unchecked Sendable {  // the system is set once before use; the rest is locked
     private let state = Locked<State>(State())
-    /// The system, unretained: it holds the driver (through its configuration and its own
-    /// property), so the driver never outlives it in use. Set once by the system's initialiser.
-    private var systemReference: Unmanaged<ActorSystem>?
+    /// The system, weakly: it holds the driver (through its configuration and its own
+    /// property), and a driver kept after its system was released must fail with a message,
+    /// not read freed memory. Set once by the system's initialiser.
+    private weak var attachedSystem: ActorSystem?
+    private var isAttached = false
+    // Safety: both are freed only by `deinit`; a step runs one envelope at a time (limit 1), so one
+    // slot suffices, and only the driving thread uses them (one caller at a time).
     private let buffer = UnsafeEnvelopeBuffer.allocate(capacity: 1)
     private let progress = UnsafeTurnProgress.allocate()
 
@@ -52,30 +56,36 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
     }
 
     deinit {
+        // Safety: the driver is going, so no step runs with the buffer or counter any more.
         buffer.deallocate()
         progress.deallocate()
         let pending = state.withLock { $0.pending }
+        // Safety: pending entries hold their cells (a retain, or the live-actor list for an unretained
+        // one); each retained one is given back once here, as nothing will run it.
         for entry in pending where entry.takeUnretainedValue().entryRetained { entry.release() }
     }
 
     /// Called once by the system's initialiser.
     func attach(_ system: ActorSystem) {
-        precondition(
-            systemReference == nil,
-            "a ManualDriver drives one ActorSystem; make a new ManualDriver for each system")
-        systemReference = Unmanaged.passUnretained(system)
+        precondition(!isAttached, "a ManualDriver drives one ActorSystem; make a new ManualDriver for each system")
+        attachedSystem = system
+        isAttached = true
     }
 
     private var system: ActorSystem {
-        guard let systemReference else {
+        guard let system = attachedSystem else {
             preconditionFailure(
-                "this ManualDriver is not attached to a system: pass it in ActorSystem.Configuration.manualDriver")
+                isAttached
+                    ? "this ManualDriver's ActorSystem was released: keep the system alive while you drive it"
+                    : "this ManualDriver is not attached to a system: pass it in ActorSystem.Configuration.manualDriver"
+            )
         }
-        return systemReference.takeUnretainedValue()
+        return system
     }
 
     /// Moves what was scheduled since the last look from the run queue to `pending`.
     private func collect() {
+        // Safety: the scheduler (held by the system) holds its shared workers for its whole life.
         let queue = system.scheduler.sharedWorkers[0]._withUnsafeGuaranteedRef { $0.runQueue }
         state.withLock { state in
             while let entry = Worker.tryPop(queue) { state.pending.append(entry) }
@@ -85,6 +95,7 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
     /// The actors (and job lanes) with something to run, in the order they became runnable.
     public var runnable: [ActorAddress] {
         collect()
+        // Safety: a pending entry's cell is held by its retain or the live-actor list while it waits.
         return state.withLock { state in state.pending.map { $0.takeUnretainedValue().address } }
     }
 
@@ -130,7 +141,10 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         }
         guard let entry else { return nil }
         // A strong reference for the turn; the entry's own retain, if any, goes now.
+        // Safety: this thread took the entry (and the right) out of `pending`: its retain or the
+        // live-actor list holds the cell, and only the cell's own turn, run here, can change that.
         let cell = entry.takeUnretainedValue()
+        // Safety: gives back the retain `makeEntry` put in the entry; `cell` keeps the object.
         if cell.entryRetained { entry.release() }
         let step = state.withLock { state in
             let step = Step(number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: now)

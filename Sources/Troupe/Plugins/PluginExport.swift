@@ -53,6 +53,8 @@ public enum PluginExport {
     @_alwaysEmitIntoClient
     public static func entryPoint(for plugin: some TroupePlugin) -> UnsafeMutableRawPointer {
         let descriptor = plugin.descriptor
+        // Safety: the header, its two strings and the box's +1 go to the host, which frees the header and
+        // strings with the same Swift allocator and takes the retain back (`PluginLibraryLoader.open`).
         let header = UnsafeMutablePointer<PluginEntryHeader>.allocate(capacity: 1)
         header.initialize(
             to: PluginEntryHeader(
@@ -68,6 +70,8 @@ public enum PluginExport {
     @_alwaysEmitIntoClient
     public static func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
         let bytes = string.utf8CString
+        // Safety: `count` bytes, the whole NUL-terminated UTF-8 copy; `utf8CString` is never empty (it
+        // holds the NUL), so its base address exists. The host frees the buffer.
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
         bytes.withUnsafeBufferPointer { buffer.initialize(from: $0.baseAddress!, count: $0.count) }
         return buffer

@@ -39,6 +39,8 @@ enum PluginLibraryLoader {
             throw .missingEntryPoint(path: path, symbol: PluginAPI.entryPointSymbol)
         }
         typealias EntryPoint = @convention(c) () -> UnsafeMutableRawPointer?
+        // Safety: the symbol is `troupe_plugin_entry`, which a plugin declares with `@_cdecl` as
+        // `() -> UnsafeMutableRawPointer` (PluginExport's contract); the header checks below catch the rest.
         let entry = unsafeBitCast(symbol, to: EntryPoint.self)
         guard let raw = entry() else { throw .invalidEntryPoint(path: path) }
 
@@ -48,6 +50,8 @@ enum PluginLibraryLoader {
         // strings and plugin object are, and how they were allocated) cannot be trusted, and
         // freeing it could corrupt the heap. CI's leak check suppresses exactly this
         // (`.ci/lsan-suppressions.txt`).
+        // Safety: the entry point returns a `PluginEntryHeader` it allocated; its frozen prefix (magic
+        // and size first) has the same layout in every Troupe version, so these reads are in bounds.
         let header = raw.assumingMemoryBound(to: PluginEntryHeader.self)
         guard header.pointee.magic == PluginEntryHeader.expectedMagic,
             header.pointee.headerSize >= UInt32(MemoryLayout<PluginEntryHeader>.offset(of: \.plugin)!)
@@ -61,6 +65,8 @@ enum PluginLibraryLoader {
             // The rest of the header may have another layout: leave it (and the plugin) alone.
             throw .apiVersionMismatch(plugin: name, path: path, pluginAPI: apiVersion, runtimeAPI: PluginAPI.version)
         }
+        // Safety: the API version matched, so the header has this layout; the plugin allocated it and
+        // its strings with the Swift allocator (`PluginExport`), and the host owns and frees each once.
         let boxPointer = header.pointee.plugin
         header.pointee.name?.deallocate()
         header.pointee.version?.deallocate()
@@ -68,6 +74,8 @@ enum PluginLibraryLoader {
         header.deallocate()
 
         guard let boxPointer else { throw .invalidEntryPoint(path: path) }
+        // Safety: `plugin` is the +1 retained box `PluginExport.entryPoint` made; taking it back once
+        // balances it, and any Swift object is an `AnyObject` even from a library with its own Troupe.
         let object = Unmanaged<AnyObject>.fromOpaque(boxPointer).takeRetainedValue()
         guard let box = object as? PluginExportBox else {
             throw .separateRuntimeCopy(plugin: name, path: path)

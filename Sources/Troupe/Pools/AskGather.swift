@@ -24,6 +24,7 @@ final class AskGather<Value: Sendable>: Sendable {
             state.continuation = continuation
             return nil
         }
+        // Safety: every result was in, so the continuation was never stored: resumed once, here.
         if let done { continuation.resume(returning: done) }
     }
 
@@ -37,6 +38,7 @@ final class AskGather<Value: Sendable>: Sendable {
                 state.continuation = nil
                 return (continuation, state.results.map { $0! })
             }
+        // Safety: the last `complete` took the continuation out under the lock: resumed once, here.
         if let (continuation, results) = finished { continuation.resume(returning: results) }
     }
 }

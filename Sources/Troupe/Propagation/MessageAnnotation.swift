@@ -35,6 +35,9 @@ extension Envelope {
     /// Attaches `context` (with the envelope's send time, if it was sampled). Before the push,
     /// by the sender, who owns the envelope.
     func annotate(with context: any Sendable) {
+        // Safety: the sender owns the fresh envelope until the push. The envelope owns the retain below
+        // until `take` gives it back once; an object's address is 16-byte aligned, so the word is even
+        // and not 0, never mistaken for a send time.
         let sentAt = raw.pointee.side.sent_at
         let annotation = MessageAnnotation(context: context, sentAt: EnvelopeLayout.isSendTime(sentAt) ? sentAt : 0)
         raw.pointee.side.annotation = UInt64(UInt(bitPattern: Unmanaged.passRetained(annotation).toOpaque()))
@@ -43,6 +46,8 @@ extension Envelope {
     /// Releases the annotation, if any, of an envelope whose payload is being taken without a
     /// handler (a dead letter, a system message, a job).
     func dropAnnotation() {
+        // Safety: the consumer owns the popped envelope; clearing the word before `take` makes the
+        // retain taken once.
         let word = raw.pointee.side.annotation
         guard MessageAnnotation.isAnnotation(word) else { return }
         raw.pointee.side.annotation = 0

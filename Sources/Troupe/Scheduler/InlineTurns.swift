@@ -39,11 +39,14 @@ final class InlineTurns {
 
     private init() {
         bufferCapacity = 64
+        // Safety: freed only by `deinit` or replaced (freed, then re-allocated) by `run`, never while a
+        // turn uses it; its capacity is at least the batch size of every scope's scheduler.
         buffer = .allocate(capacity: bufferCapacity)
         captured.reserveCapacity(16)
     }
 
     deinit {
+        // Safety: this thread's object is going, so no turn runs with the buffer or counter any more.
         buffer.deallocate()
         progress.deallocate()
     }
@@ -51,9 +54,12 @@ final class InlineTurns {
     /// The calling thread's object (made on its first scope, released when the thread exits).
     static var current: InlineTurns {
         if let raw = pthread_getspecific(inlineTurnsKey) {
+            // Safety: the slot holds this thread's retained object (stored below) until the thread exits,
+            // and only this thread reads it.
             return Unmanaged<InlineTurns>.fromOpaque(raw).takeUnretainedValue()
         }
         let turns = InlineTurns()
+        // Safety: one retain per thread, given back once by the key's destructor (`inlineTurnsKey`).
         let status = pthread_setspecific(inlineTurnsKey, Unmanaged.passRetained(turns).toOpaque())
         precondition(status == 0, "pthread_setspecific failed with error \(status)")
         return turns
@@ -62,6 +68,7 @@ final class InlineTurns {
     /// The scope open on the calling thread, if any.
     static var open: InlineTurns? {
         guard let raw = CTroupe_current_inline_turns() else { return nil }
+        // Safety: an open scope is this thread's object, which the thread-specific slot holds retained.
         return Unmanaged<InlineTurns>.fromOpaque(raw).takeUnretainedValue()
     }
 
@@ -71,10 +78,13 @@ final class InlineTurns {
         scheduler: Scheduler, maximumTurns: Int, _ body: () throws -> Result
     ) rethrows -> Result {
         if bufferCapacity < scheduler.batchSize {
+            // Safety: no scope is open on this thread (`runningTurnsHere` checks), so no turn uses the buffer.
             buffer.deallocate()
             bufferCapacity = scheduler.batchSize
             buffer = .allocate(capacity: bufferCapacity)
         }
+        // Safety (both unretained): the caller holds `scheduler` for the whole call, the `defer` clears
+        // both before `run` returns, and `self` is this thread's object, which the key's retain holds.
         self.scheduler = Unmanaged.passUnretained(scheduler)
         room = maximumTurns
         CTroupe_set_current_inline_turns(Unmanaged.passUnretained(self).toOpaque())
@@ -99,6 +109,7 @@ final class InlineTurns {
     /// Called by `Scheduler.schedule` on the owning thread.
     @inline(__always)
     func capture(_ entry: Unmanaged<AnyCell>, for scheduler: Scheduler) -> Bool {
+        // Safety: identity only: the two addresses are compared, never dereferenced.
         guard room > 0, let mine = self.scheduler, mine.toOpaque() == Unmanaged.passUnretained(scheduler).toOpaque()
         else { return false }
         room -= 1
@@ -113,6 +124,7 @@ final class InlineTurns {
         guard let scheduler else { return }
         let waiting = captured
         captured.removeAll(keepingCapacity: true)
+        // Safety: `scheduler` is set only while `run` runs (its caller holds it) and cleared at its end.
         scheduler._withUnsafeGuaranteedRef { scheduler in
             for entry in waiting { scheduler.schedule(Self.holdCell(entry)) }
         }
@@ -135,7 +147,11 @@ final class InlineTurns {
     /// The cell behind a run-queue entry, held strongly for the caller (as the shutdown drain
     /// does); the entry's own retain, if it had one, goes.
     private static func holdCell(_ entry: Unmanaged<AnyCell>) -> AnyCell {
+        // Safety: the cell is alive: the entry's retain holds it, or (unretained) the live-actor list
+        // does, which only the cell's own turn can change, and this thread holds its scheduling right.
         let cell = entry.takeUnretainedValue()
+        // Safety: gives back the retain `makeEntry` put in the entry; `cell` keeps the object. Read while
+        // this thread still holds the right (nobody else rewrites `entryRetained` meanwhile).
         if cell.entryRetained { entry.release() }
         return cell
     }
@@ -145,6 +161,7 @@ final class InlineTurns {
 private let inlineTurnsKey: pthread_key_t = {
     var key = pthread_key_t()
     let status = pthread_key_create(&key) { raw in
+        // Safety: gives back the one retain `current` stored under this key for the exiting thread.
         if let raw { Unmanaged<InlineTurns>.fromOpaque(raw).release() }
     }
     precondition(status == 0, "pthread_key_create failed with error \(status)")

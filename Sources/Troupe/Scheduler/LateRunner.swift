@@ -42,6 +42,8 @@ final class LateRunner: @unchecked Sendable {  // the queue is thread-safe; `run
     }
 
     private func run() {
+        // Safety: this thread's own buffer and counter, freed by the `defer` when the thread ends, after
+        // its last turn; the watchdog reads only workers' counters, never this one.
         let buffer = UnsafeEnvelopeBuffer.allocate(capacity: batchSize)
         let progress = UnsafeTurnProgress.allocate()
         defer {
@@ -53,7 +55,10 @@ final class LateRunner: @unchecked Sendable {  // the queue is thread-safe; `run
                 // A strong reference for the turns; the entry's own retain goes now, while this
                 // thread holds the scheduling right (once the last turn gives the right up,
                 // another thread may place the cell again and rewrite `entryRetained`).
+                // Safety: only job lanes come here, and a lane's entry always carries a retain (it is on no
+                // live-actor list), so the cell is alive until the release below.
                 let cell = entry.takeUnretainedValue()
+                // Safety: gives back the retain `makeEntry` put in the entry; `cell` keeps the object.
                 if cell.entryRetained { entry.release() }
                 while cell.runTurn(buffer: buffer, limit: batchSize, progress: progress) {}
                 continue

@@ -32,6 +32,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// The shared workers, unretained (`workersStorage` holds them), for the same reason.
     /// Immutable after init.
     let sharedWorkers: UnsafeMutableBufferPointer<Unmanaged<Worker>>
+    // Safety: freed only by `deinit`, after the counters in it are deinitialised; 192 bytes at
+    // 64-byte alignment hold the four counters at the offsets below, none overlapping.
     /// Counters on cache lines of their own (192 bytes, 64-byte aligned), away from each other
     /// and from the scheduler's read-mostly fields: `spinning` (offset 0) counts shared workers
     /// polling for work before they park, so that a new run-queue entry needs no futex wake-up
@@ -69,8 +71,12 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         let cpus = Threads.allowedCPUs()
         var created: [Worker] = []
         self.workersStorage = []
+        // Safety: both buffers are freed only by `deinit`; every slot is written in the loop at the end
+        // of `init`, before the scheduler is shared, and never again (slots hold trivial values).
         self.runQueues = .allocate(capacity: workerCount)
         self.sharedWorkers = .allocate(capacity: workerCount)
+        // Safety: binds and initialises each counter once, at the offsets the accessors above read
+        // (inside the 192 bytes, 8-byte aligned); nothing reads them before this.
         counters.bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         (counters + 64).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         (counters + 128).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
@@ -82,6 +88,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
                 Worker(index: index, scheduler: self, isShared: true, wakeup: idle, cpu: cpu, handsOff: handOff))
         }
         self.workersStorage = created
+        // Safety: unretained: `workersStorage`, written once just above, holds every worker for the
+        // scheduler's whole life, and these buffers go with the scheduler.
         for (index, worker) in created.enumerated() {
             runQueues[index] = worker.runQueue
             sharedWorkers[index] = Unmanaged.passUnretained(worker)
@@ -91,6 +99,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     deinit {
         let state = lifecycle.load()
         assert(state == .created || state == .terminated, "a scheduler is released \(state): its threads still run")
+        // Safety: released only after `stopAndJoin` joined every thread that reads these (asserted
+        // above), so nothing reaches the buffers or counters again; counters are deinitialised first.
         runQueues.deallocate()
         sharedWorkers.deallocate()
         spinning.deinitialize(count: 1)
@@ -170,6 +180,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             }
             if captured { return }
         }
+        // Safety: `runQueues` and `counters` live from `init` to `deinit`, and the caller holds the
+        // scheduler (through the system its cell holds) for this call.
         let queue = runQueues[
             Int(
                 bitPattern: UInt(bitPattern: nextExternal.pointee.wrappingAdd(1, ordering: .relaxed).oldValue)
@@ -216,6 +228,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// other cell wakes a sleeper when cells remain queued (Worker.run).
     func notifyIdle() {
         atomicMemoryFence(ordering: .sequentiallyConsistent)
+        // Safety: the counter block lives from `init` to `deinit`; callers hold the scheduler or are
+        // its workers, which it joins before it goes.
         if spinning.pointee.load(ordering: .relaxed) == 0 { idle.notify() }
     }
 
@@ -232,6 +246,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// after announcing itself, and starts watching, clearing the flag).
     @inline(__always)
     func notifyIdleForSlot() {
+        // Safety: the counter block lives from `init` to `deinit`; callers hold the scheduler or are
+        // its workers, which it joins before it goes.
         guard watching.pointee.load(ordering: .sequentiallyConsistent) == 0 else { return }
         if slotWakePending.pointee.load(ordering: .relaxed) { return }
         if slotWakePending.pointee.exchange(true, ordering: .acquiringAndReleasing) { return }
@@ -240,6 +256,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
 
     /// A shared worker starts (true) or stops (false) polling for work. Worker threads only.
     func setPolling(_ polling: Bool) {
+        // Safety: the counter block lives from `init` to `deinit`; only this scheduler's workers call
+        // this, and the scheduler joins them before it goes.
         if polling {
             spinning.pointee.add(1, ordering: .sequentiallyConsistent)
             setWatching(true)
@@ -252,6 +270,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     /// A shared worker starts (true) or stops (false) watching the next-slots: while polling,
     /// and while sleeping with a short timeout because some slot was occupied. Worker threads only.
     func setWatching(_ watches: Bool) {
+        // Safety: the counter block lives from `init` to `deinit`; only this scheduler's workers call
+        // this, and the scheduler joins them before it goes.
         if watches {
             watching.pointee.add(1, ordering: .sequentiallyConsistent)
             if slotWakePending.pointee.load(ordering: .relaxed) {
@@ -325,6 +345,8 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     }
 
     private func drain(_ queue: OpaquePointer) {
+        // Safety: this call's own buffer and counter, freed by the `defer` after the last turn that
+        // uses them; the watchdog reads only workers' counters, never this one.
         let buffer = UnsafeEnvelopeBuffer.allocate(capacity: batchSize)
         let progress = UnsafeTurnProgress.allocate()
         defer {
@@ -333,12 +355,16 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         }
         while let entry = Worker.tryPop(queue) {
             // A strong reference for the whole drain; the entry's own retain, if any, goes.
+            // Safety: the cell is alive: the entry's retain holds it, or (unretained entry) the live-actor
+            // list does, and only the cell's own turn, which needs the right this thread holds, takes it off.
             let cell = entry.takeUnretainedValue()
             if cell.isJobLane {
                 // Swift jobs never run inside the code that enqueued them (see LateRunner).
                 lateRunner.submit(entry)
                 continue
             }
+            // Safety: gives back the retain `makeEntry` put in the entry; `cell` keeps the object. Read
+            // before the turns: once they give the right up, another thread may rewrite `entryRetained`.
             if cell.entryRetained { entry.release() }
             while cell.runTurn(buffer: buffer, limit: batchSize, progress: progress) {}
         }

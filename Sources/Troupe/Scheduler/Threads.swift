@@ -13,11 +13,13 @@ enum Threads {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
         }
+        // Safety: the new thread takes this retain back once, as it starts (the closure below).
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
             &thread, nil,
             { raw in
+                // Safety: `raw` is the retained box passed to `pthread_create` above, taken back exactly once.
                 let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
                 box.body()
                 return nil

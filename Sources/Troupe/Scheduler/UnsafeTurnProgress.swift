@@ -16,6 +16,7 @@ struct UnsafeTurnProgress {
 
     /// A counter at 0, owned by the caller (``deallocate()``).
     static func allocate() -> UnsafeTurnProgress {
+        // Safety: one `Atomic<UInt>`, initialised here; its owner frees it once with `deallocate()`.
         let counter = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: 1)
         counter.initialize(to: Atomic(0))
         return UnsafeTurnProgress(counter: counter)
@@ -23,6 +24,8 @@ struct UnsafeTurnProgress {
 
     /// Frees the counter. Its owner, once no turn runs with it and the watchdog cannot read it.
     func deallocate() {
+        // Safety: called once by the owner, when no turn runs with the counter and the watchdog can no
+        // longer read it (the contract above), so nothing touches it after this.
         counter.deinitialize(count: 1)
         counter.deallocate()
     }
@@ -34,6 +37,8 @@ struct UnsafeTurnProgress {
         counter.pointee.store(counter.pointee.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
     }
 
+    // Safety: the owner keeps the counter alive while a reader can reach it (snapshots and the
+    // watchdog read only the workers' counters, which live as long as their workers).
     /// Handlers started so far. Any thread (relaxed: a racy but torn-free observation).
     var handlersStarted: UInt { counter.pointee.load(ordering: .relaxed) }
 }

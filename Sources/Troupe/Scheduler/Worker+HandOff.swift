@@ -38,10 +38,13 @@ enum HandOff {
     @usableFromInline
     static func prepare(_ target: AnyCell) -> UnsafeMutableRawPointer? {
         guard let raw = CTroupe_current_worker() else { return nil }
+        // Safety: the current-worker slot names this thread's own worker, which outlives the call (its
+        // thread clears the slot before it ends).
         let armed = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Bool in
             guard worker.handsOff, worker.handOffDepth < maximumDepth,
                 worker.belongs(to: target.system.scheduler)
             else { return false }
+            // Safety: identity only: `Scheduler.schedule` compares this address, never dereferences it.
             worker.handOffTarget = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
             return true
         }
@@ -52,6 +55,7 @@ enum HandOff {
     /// runs the turn in place. `worker` is what ``prepare(_:)`` returned.
     @usableFromInline
     static func finish(_ worker: UnsafeMutableRawPointer) {
+        // Safety: `worker` is what `prepare` returned on this thread: its own worker, alive as there.
         Unmanaged<Worker>.fromOpaque(worker)._withUnsafeGuaranteedRef { $0.runCapturedTurn() }
     }
 }
@@ -59,6 +63,7 @@ enum HandOff {
 extension Scheduler {
     /// Turns run in place for asks so far, over every shared worker (approximate while they run).
     var handOffTurns: UInt {
+        // Safety: `workersStorage` holds every shared worker for the scheduler's life.
         sharedWorkers.reduce(0) { $0 &+ $1._withUnsafeGuaranteedRef { $0.handOffTurns.load(ordering: .relaxed) } }
     }
 }
@@ -71,6 +76,8 @@ extension Worker {
         let word = handOffCaptured
         guard word != 0 else { return }
         handOffCaptured = 0
+        // Safety: `word` (not 0) is the entry `Scheduler.schedule` captured on this thread for the armed
+        // target, whose right this thread now holds; the sender's ref holds the cell through the call.
         let entry = Unmanaged<AnyCell>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
         entry._withUnsafeGuaranteedRef { cell in
             // The entry's retain, if it has one (a stopped actor's), is this thread's now.
@@ -80,6 +87,8 @@ extension Worker {
             handOffDepth += 1
             handOffTurns.store(handOffTurns.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
             var slot: UnsafeMutableRawPointer? = nil
+            // Safety: a one-entry envelope buffer on this frame, enough for the turn's limit of 1, used only
+            // during the call.
             let more = withUnsafeMutablePointer(to: &slot) { buffer in
                 cell.runTurn(buffer: buffer, limit: 1, progress: progress)
             }
@@ -87,6 +96,8 @@ extension Worker {
             currentCell.store(running, ordering: .relaxed)
             // More is pending: the workers take the cell (and the right) like any other.
             if more { withScheduler { $0.schedule(cell) } }
+            // Safety: gives back the retain this entry carried (a stopped actor's, from `makeEntry`), read
+            // before the turn gave the right up; a rescheduled cell got an entry of its own above.
             if retained { entry.release() }
         }
     }

@@ -64,6 +64,8 @@ extension Worker {
     func takeSlotAsOwner() -> Unmanaged<AnyCell>? {
         guard slotWord.load(ordering: .relaxed) != 0 else { return nil }
         let word = slotWord.exchange(0, ordering: .acquiringAndReleasing)
+        // Safety: a non-zero word is the cell address of an entry placed with its right; the exchange gave
+        // it to this thread alone, and the entry's retain or the live-actor list holds the cell.
         guard let raw = UnsafeMutableRawPointer(bitPattern: word) else { return nil }
         return Unmanaged<AnyCell>.fromOpaque(raw)
     }
@@ -76,6 +78,8 @@ extension Worker {
     @inline(__always)
     func placeInSlot(word: UInt) -> Bool {
         let displaced = slotWord.exchange(word, ordering: .sequentiallyConsistent)
+        // Safety: a non-zero word is the cell address of an entry placed with its right; the exchange gave
+        // it to this thread alone, and the entry's retain or the live-actor list holds the cell.
         guard let raw = UnsafeMutableRawPointer(bitPattern: displaced) else { return false }
         Worker.queue(Unmanaged<AnyCell>.fromOpaque(raw), on: runQueue)
         return true
@@ -98,6 +102,8 @@ extension Worker {
         for reference in workers {
             // Borrowed (the scheduler holds every worker): a retain would write to the cache
             // line of the victim's slot and stamp.
+            // Safety: `workersStorage` holds every shared worker for the scheduler's life, and the scheduler
+            // joins this thread before it goes.
             let outcome = reference._withUnsafeGuaranteedRef { victim -> SlotLook? in
                 guard victim !== self else { return nil }
                 return look(at: victim, now: now, sawOccupied: &sawOccupied)
@@ -127,6 +133,8 @@ extension Worker {
         strandWatch[victim.index].word = 0
         guard victim.slotWord.compareExchange(expected: word, desired: 0, ordering: .acquiringAndReleasing).exchanged
         else { return nil }
+        // Safety: the compare-exchange took this entry (and its right) out of the slot, so no one else
+        // has it; the entry's retain or the live-actor list holds the cell.
         return .stolen(Unmanaged<AnyCell>.fromOpaque(UnsafeMutableRawPointer(bitPattern: word)!))
     }
 }
@@ -135,6 +143,7 @@ extension Scheduler {
     /// Whether a shared worker other than `worker` has a cell in its slot. Any thread.
     func anySlotOccupied(besides worker: Worker) -> Bool {
         for other in sharedWorkers {
+            // Safety: `workersStorage` holds every shared worker for the scheduler's life.
             let occupied = other._withUnsafeGuaranteedRef {
                 $0 !== worker && $0.slotWord.load(ordering: .sequentiallyConsistent) != 0
             }

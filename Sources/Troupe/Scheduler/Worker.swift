@@ -116,7 +116,11 @@ final class Worker: @unchecked Sendable {  // see the thread-safety contract abo
 
     func start(name: String) {
         lifecycle.advance(to: .running)
-        thread = Threads.start(name: name) { [self] in run() }
+        // The thread holds the scheduler (one retain for its whole life; `withScheduler` stays
+        // unretained): a system released without `shutdown()` then leaks its parked threads
+        // instead of freeing the run queues and counters they still read.
+        let scheduler = withScheduler { $0 }
+        thread = Threads.start(name: name) { [self] in withExtendedLifetime(scheduler) { run() } }
     }
 
     func join() {

@@ -23,6 +23,7 @@ extension ActorSystem {
 
     private func shutdown(until deadline: Int64?) async -> ShutdownReport {
         // The waiting is blocking; do it on a thread of its own, off the cooperative pool.
+        // Safety: resumed exactly once, by the shutdown thread when `shutdownBlocking` returns.
         await withUnsafeContinuation { (continuation: UnsafeContinuation<ShutdownReport, Never>) in
             Threads.detach(
                 Threads.start(name: "\(configuration.name)-shutdown") { [self] in
@@ -105,6 +106,7 @@ extension ActorSystem {
     /// dereferenced, and the cell is read under the lock that keeps it alive.
     func findLiveCell(_ address: UInt) -> (address: ActorAddress, messageType: String, isSwiftJob: Bool)? {
         liveActors.withLock { live in
+            // Safety: identity only: the address is compared, never dereferenced.
             live.first { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) == address }
                 .map { ($0.address, $0.messageTypeName, false) }
         }

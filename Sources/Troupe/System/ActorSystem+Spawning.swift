@@ -104,17 +104,21 @@ extension ActorSystem {
     /// scheduler lives as long as the system, so the hot path borrows it without retaining.
     @inline(__always)
     func schedule(_ cell: AnyCell) {
+        // Safety: `scheduler`, a `let` of this system, holds the scheduler as long as the system lives,
+        // and the caller holds the system.
         schedulerHandle._withUnsafeGuaranteedRef { $0.schedule(cell) }
     }
 
     func nextActorID() -> UInt64 { actorIDs.add(1, ordering: .relaxed).newValue }
 
+    // Safety: `scheduler`, a `let` of this system, holds the scheduler as long as the system lives.
     /// Whether the workers have ended (the last step of shutdown).
     var schedulerHasTerminated: Bool { schedulerHandle._withUnsafeGuaranteedRef { $0.hasTerminated } }
 
     /// The index of the calling thread's shared worker, if it is one of this system's; the
     /// scheduler borrowed, not retained.
     func currentSharedWorkerIndex() -> Int? {
+        // Safety: `scheduler`, a `let` of this system, holds the scheduler as long as the system lives.
         schedulerHandle._withUnsafeGuaranteedRef { $0.currentSharedWorkerIndex() }
     }
 }

@@ -155,6 +155,7 @@ public final class ActorSystem: Sendable {
         scheduler = Scheduler(
             name: configuration.name, workerCount: workers, pin: configuration.pinWorkers && manualDriver == nil,
             batchSize: configuration.batchSize, handOff: configuration.directHandOff)
+        // Safety: unretained: `scheduler`, a `let` of this system, holds it for the system's whole life.
         schedulerHandle = Unmanaged.passUnretained(scheduler)
         timer =
             manualDriver != nil

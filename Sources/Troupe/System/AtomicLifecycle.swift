@@ -21,6 +21,8 @@ struct AtomicLifecycle<State: LifecycleState>: ~Copyable {
     // at the state; shutdown's move, then a look at the queues); the relaxed ones the hot paths
     // that only need some recent value.
 
+    // Safety: `raw` only ever holds a `State`'s raw value (`init` and both `advance`s store nothing
+    // else), so the conversion never fails.
     /// The current state. Any thread; sequentially consistent.
     @inline(__always)
     func load() -> State { State(rawValue: raw.load(ordering: .sequentiallyConsistent)).unsafelyUnwrapped }
@@ -41,6 +43,7 @@ struct AtomicLifecycle<State: LifecycleState>: ~Copyable {
     /// consistent.
     @discardableResult
     func advance(to next: State) -> State {
+        // Safety: `raw` only ever holds a `State`'s raw value, so the conversion never fails.
         let previous = State(rawValue: raw.exchange(next.rawValue, ordering: .sequentiallyConsistent)).unsafelyUnwrapped
         assert(State.allows(from: previous, to: next), "\(State.self): \(previous) -> \(next) is not a transition")
         return previous

@@ -23,12 +23,15 @@ struct LiveActors {
     private var watchers: [ObjectIdentifier: [Watcher]] = [:]
 
     func contains(_ cell: AnyCell) -> Bool {
+        // Safety: identity only: the two addresses are compared, never dereferenced.
         cell.livePrevious != nil || head?.toOpaque() == Unmanaged.passUnretained(cell).toOpaque()
     }
 
     /// Every live cell, most recently spawned first.
     var cells: [AnyCell] {
         var cells: [AnyCell] = []
+        // Safety: every linked member holds the retain `insert` took, and the list is only read under
+        // the system's `liveActors` lock, so each cell reached here is alive.
         var cursor = head
         while let cell = cursor {
             cells.append(cell.takeUnretainedValue())
@@ -40,6 +43,8 @@ struct LiveActors {
     /// The first live cell (most recent first) that satisfies `predicate`, without building
     /// the list of all of them.
     func first(where predicate: (AnyCell) -> Bool) -> AnyCell? {
+        // Safety: every linked member holds the retain `insert` took, and the list is only read under
+        // the system's `liveActors` lock, so each cell reached here is alive.
         var cursor = head
         while let cell = cursor {
             let candidate = cell.takeUnretainedValue()
@@ -53,6 +58,8 @@ struct LiveActors {
     // by the retain `insert` took until `remove` gives it back, and the list is only touched
     // under the system's `liveActors` lock, so every linked cell is alive while it is read.
     mutating func insert(_ cell: AnyCell) {
+        // Safety: the membership's retain: `remove` hands it to the caller, who gives it back once with
+        // `releaseRemoved` (`ActorSystem.unregister`).
         let member = Unmanaged.passRetained(cell)
         cell.liveNext = head
         head?._withUnsafeGuaranteedRef { $0.livePrevious = member }
@@ -80,6 +87,8 @@ struct LiveActors {
 
     /// Gives back the retain a removed member carried. Outside the lock.
     static func releaseRemoved(_ cell: AnyCell) {
+        // Safety: balances `insert`'s retain, which `remove` handed to the caller; the caller's own
+        // reference keeps the object alive through this call.
         Unmanaged.passUnretained(cell).release()
     }
 

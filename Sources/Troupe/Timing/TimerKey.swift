@@ -16,8 +16,10 @@ enum TimerKey: Hashable {
     @inline(__always)
     init<Key: Hashable & Sendable>(_ key: Key) {
         if Key.self == Int.self {
+            // Safety: `Key` is `Int` (checked just above), so the cast is an identity.
             self = .int(unsafeBitCast(key, to: Int.self))
         } else if Key.self == String.self {
+            // Safety: `Key` is `String` (checked just above), so the cast is an identity.
             self = .string(unsafeBitCast(key, to: String.self))
         } else {
             self = TimerKey(normalizing: AnyHashable(key))

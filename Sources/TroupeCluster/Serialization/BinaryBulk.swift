@@ -31,6 +31,8 @@ enum BinaryBulk {
 
         /// One element at `offset` of a little-endian block, as a scalar of the format.
         func value(in raw: UnsafeRawBufferPointer, at offset: Int) -> BinaryValue {
+            // Safety: callers pass offsets below `count × size` of a block that holds exactly that many bytes
+            // (`BinaryValue.read` checks it, `pack` makes it so); `loadUnaligned` needs no alignment.
             switch self {
             case .int8: .int(Int64(raw.loadUnaligned(fromByteOffset: offset, as: Int8.self)))
             case .int16: .int(Int64(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: Int16.self))))
@@ -75,6 +77,8 @@ enum BinaryBulk {
     /// between); false otherwise.
     @inline(__always)
     static func write<Value: Encodable>(_ value: Value, into buffer: inout ByteBuffer) -> Bool {
+        // Safety (the three closures): each pointer is used only inside its closure, to copy the bytes
+        // into `buffer`; the type test before each `_identityCast` makes the cast an identity.
         if Value.self == [UInt8].self {
             _identityCast(value, to: [UInt8].self).withUnsafeBytes { writeBytes($0, into: &buffer) }
             return true
@@ -127,6 +131,7 @@ enum BinaryBulk {
         var block = ByteBuffer()
         block.reserveCapacity(elements.count * element.size)
         #if _endian(little)
+            // Safety: the elements' bytes are only copied into `block` inside the closure.
             elements.withUnsafeBytes { _ = block.writeBytes($0) }
         #else
             for value in elements { block.writeInteger(value, endianness: .little) }
@@ -193,6 +198,8 @@ enum BinaryBulk {
     /// `count` little-endian elements from `block`, which holds exactly that many (checked when
     /// the block was read).
     private static func unpack<E: FixedWidthInteger>(_: E.Type, _ count: Int, _ block: ByteBuffer) -> [E] {
+        // Safety: `block` holds exactly `count` elements of `E`'s size (checked when it was read, or made
+        // by `pack`), so the copy fills the `count` elements the closure reports as initialised.
         block.withUnsafeReadableBytes { raw in
             [E](unsafeUninitializedCapacity: count) { elements, initialized in
                 #if _endian(little)
@@ -215,6 +222,8 @@ enum BinaryBulk {
         case .bytes(let bytes):
             return bytes.readableBytesView.map { .uint(UInt64($0)) }
         case .packed(let element, let count, let block):
+            // Safety: `block` holds exactly `count × element.size` bytes, so every offset read is in bounds;
+            // the pointer is used only inside the closure.
             return block.withUnsafeReadableBytes { raw in
                 (0..<count).map { element.value(in: raw, at: $0 * element.size) }
             }

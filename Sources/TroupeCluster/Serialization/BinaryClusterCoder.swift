@@ -171,6 +171,8 @@ enum BinaryValue {
     /// nil for a container, for anything malformed and for bytes left over (the full reader
     /// then says what is wrong). Reads what ``read(from:depth:)`` reads, as it reads it.
     static func wholeScalar(in buffer: ByteBuffer) -> BinaryValue? {
+        // Safety: every read is checked against `raw.count` first (varints byte by byte, a Double and a
+        // string by their length), and the pointer stays inside the closure.
         buffer.withUnsafeReadableBytes { raw -> BinaryValue? in
             guard let first = raw.first, let tag = Tag(rawValue: first) else { return nil }
             var index = 1
@@ -337,6 +339,8 @@ extension ByteBuffer {
 
     /// `value` as a varint (7 bits a byte, low first), after `tag` if there is one.
     mutating func writeVarint(_ value: UInt64, tag: UInt8? = nil) {
+        // Safety: 11 bytes are reserved, the most a tag and a 64-bit varint take (1 + 10); the closure
+        // writes no more and returns how many it wrote.
         writeWithUnsafeMutableBytes(minimumWritableBytes: 11) { raw in
             Self.storeTagAndVarint(tag, value, into: raw)
         }
@@ -345,6 +349,8 @@ extension ByteBuffer {
     /// `string`'s UTF-8 byte count as a varint, then the bytes, after `tag` if there is one.
     mutating func writeBinaryString(_ string: String, tag: UInt8? = nil) {
         var string = string
+        // Safety: the tag, the varint (11 bytes at most) and the UTF-8 bytes fit the reserved room; the
+        // string's bytes are copied inside both closures, and the count written is returned.
         _ = string.withUTF8 { utf8 in
             writeWithUnsafeMutableBytes(minimumWritableBytes: 11 + utf8.count) { raw in
                 let index = Self.storeTagAndVarint(tag, UInt64(utf8.count), into: raw)

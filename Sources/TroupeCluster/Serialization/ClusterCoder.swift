@@ -36,6 +36,7 @@ public struct JSONClusterCoder: ClusterCoder {
     ) throws -> Value {
         let decoder = JSONDecoder()
         decoder.userInfo = userInfo
+        // Safety: the bytes are copied into `Data` inside the closure; the pointer does not escape.
         return try buffer.withUnsafeReadableBytes { bytes in
             try decoder.decode(type, from: Data(bytes))
         }

@@ -117,6 +117,8 @@ extension ClusterSystem {
         }
         let deadline = actorSystem.uptime + timeout
         return try await withTaskCancellationHandler {
+            // Safety: resumed exactly once: it is registered before anyone can look it up, and only whoever
+            // removes it from `pendingCalls` under the lock (reply, sweep, cancellation, loss, shutdown) resumes it.
             try await withUnsafeThrowingContinuation { continuation in
                 pendingCalls.withLock {
                     $0.byID[callID] = PendingCall(

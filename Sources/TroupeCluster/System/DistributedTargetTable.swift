@@ -25,6 +25,8 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
     }
 
     fileprivate init(name: [UInt8], argumentTypes: [any Any.Type], result: ResultKind) {
+        // Safety: each block is owned by this object and freed once in `deinit`; the name and the
+        // types (trivial values) are fully initialised here and only read afterwards, on any thread.
         let nameStorage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: name.count)
         _ = nameStorage.initialize(from: name)
         self.name = UnsafeBufferPointer(nameStorage)
@@ -32,10 +34,14 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
         typeStorage.initialize(from: argumentTypes, count: argumentTypes.count)
         self.argumentTypes = UnsafeRawPointer(typeStorage)
         self.result = result
+        // Safety: a `Void` target writes nothing into its result buffer, so every call may share this
+        // one (16 bytes at 16-byte alignment, as an empty result's place).
         voidResult = .allocate(byteCount: 16, alignment: 16)
     }
 
     deinit {
+        // Safety: the last reference is gone, so no call runs with these any more; the contents are
+        // trivial (bytes, metatypes), so freeing needs no deinitialisation.
         UnsafeMutableBufferPointer(mutating: name).deallocate()
         UnsafeMutableRawPointer(mutating: argumentTypes).deallocate()
         voidResult.deallocate()
@@ -49,9 +55,12 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
         do {
             switch result {
             case .void:
+                // Safety: a `Void` target writes no bytes into `voidResult`, so concurrent calls may share it.
                 try await run(on: actor, decoder: &decoder, into: voidResult)
                 handler.replyVoid()
             case .value(let passing):
+                // Safety: `allocate` makes room for one `Value`, the target's exact result type; the call
+                // initialises it only when it returns, so `deliver` moves it out and `discard` frees it unread.
                 let buffer = passing.allocate()
                 do {
                     try await run(on: actor, decoder: &decoder, into: buffer)
@@ -69,6 +78,8 @@ final class ResolvedTarget: @unchecked Sendable {  // immutable after init; the 
     private func run(
         on actor: any DistributedActor, decoder: inout ClusterInvocationDecoder, into buffer: UnsafeMutableRawPointer
     ) async throws {
+        // Safety: the declaration below is the runtime's own; `name` is non-empty (`resolve` refuses an
+        // empty one), and `self` keeps the name, the types and the result buffer allocated for the call.
         try await _troupeExecuteDistributedTarget(
             on: actor, name.baseAddress!, UInt(name.count), argumentDecoder: &decoder,
             argumentTypes: argumentTypes, resultBuffer: UnsafeRawPointer(buffer),
@@ -87,10 +98,13 @@ protocol ResultPassing {
 
 enum TypedResultPassing<Value: Codable>: ResultPassing {
     static func allocate() -> UnsafeMutableRawPointer {
+        // Safety: one uninitialised `Value`, freed by `deliver` (after the move) or `discard`.
         UnsafeMutableRawPointer(UnsafeMutablePointer<Value>.allocate(capacity: 1))
     }
 
     static func deliver(_ buffer: UnsafeMutableRawPointer, to handler: ClusterResultHandler) {
+        // Safety: the target returned, so the runtime initialised the `Value` here; it is moved out once
+        // and the block freed once.
         let typed = buffer.assumingMemoryBound(to: Value.self)
         let value = typed.move()
         typed.deallocate()
@@ -98,6 +112,7 @@ enum TypedResultPassing<Value: Codable>: ResultPassing {
     }
 
     static func discard(_ buffer: UnsafeMutableRawPointer) {
+        // Safety: the target threw, so nothing was written; the block is freed without deinitialising.
         buffer.assumingMemoryBound(to: Value.self).deallocate()
     }
 }
@@ -153,6 +168,8 @@ struct DistributedTargetTable: Sendable {
     private static func resolve(_ identifier: String) -> ResolvedTarget? {
         let name = Array(identifier.utf8)
         guard !name.isEmpty else { return nil }
+        // Safety: `name` is non-empty (checked above), so its base address exists; the pointer is used
+        // only inside the closure, and the runtime only reads `length` bytes of it.
         return name.withUnsafeBufferPointer { bytes -> ResolvedTarget? in
             let start = bytes.baseAddress!
             let length = UInt(bytes.count)
@@ -160,6 +177,8 @@ struct DistributedTargetTable: Sendable {
             guard _getGenericEnvironmentOfDistributedTarget(start, length) == nil else { return nil }
             let count = __getParameterCount(start, length)
             guard count >= 0 else { return nil }
+            // Safety: room for `count` metatypes, freed by the `defer`; they are read only when the runtime
+            // wrote all of them (`decoded == count`), and metatypes need no deinitialisation.
             let types = UnsafeMutableBufferPointer<any Any.Type>.allocate(capacity: max(Int(count), 1))
             defer { types.deallocate() }
             let decoded = __getParameterTypeInfo(
@@ -180,6 +199,8 @@ struct DistributedTargetTable: Sendable {
     }
 }
 
+// Safety: the standard library's own declaration of this entry point (`_executeDistributedTarget`
+// in Distributed), called only with the compilers `callsRuntimeEntryPoint` was checked against.
 /// The Swift runtime's entry point behind `executeDistributedTarget` (exported by
 /// `libswiftDistributed` since Swift 5.7; the compiler calls it with the same special async
 /// convention as the standard library does): finds the target's accessor by name, which

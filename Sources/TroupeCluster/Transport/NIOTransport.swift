@@ -44,11 +44,7 @@ public final class NIOTransport: ClusterTransport {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try self.security?.secure(channel, as: .server, peerHost: nil)
-                    let connection = NIOClusterConnection(
-                        channel: channel, stopped: self.stopped, frameLimit: maximumFrameSize)
-                    try channel.pipeline.syncOperations.addHandler(NIOFrameHandler(connection: connection))
-                    accept(connection)
+                    accept(try self.connection(on: channel, as: .server, peerHost: nil, frameLimit: maximumFrameSize))
                 }
             }
         let server = try await bootstrap.bind(host: host, port: port).get()
@@ -68,10 +64,8 @@ public final class NIOTransport: ClusterTransport {
             .connectTimeout(connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try self.security?.secure(channel, as: .client, peerHost: host)
-                    let connection = NIOClusterConnection(
-                        channel: channel, stopped: self.stopped, frameLimit: maximumFrameSize)
-                    try channel.pipeline.syncOperations.addHandler(NIOFrameHandler(connection: connection))
+                    let connection = try self.connection(
+                        on: channel, as: .client, peerHost: host, frameLimit: maximumFrameSize)
                     made.withLock { $0 = connection }
                 }
             }
@@ -89,6 +83,17 @@ public final class NIOTransport: ClusterTransport {
         guard let connection = made.withLock({ $0 }) else {
             throw ClusterTransportError.unreachable(host: host, port: port, reason: "the channel was not initialised")
         }
+        return connection
+    }
+
+    /// Sets up a new channel, on its event loop: security first (TLS, when configured), then
+    /// the frame handler that feeds the connection.
+    private func connection(
+        on channel: any Channel, as side: NIOTransportSide, peerHost: String?, frameLimit: Int
+    ) throws -> NIOClusterConnection {
+        try security?.secure(channel, as: side, peerHost: peerHost)
+        let connection = NIOClusterConnection(channel: channel, stopped: stopped, frameLimit: frameLimit)
+        try channel.pipeline.syncOperations.addHandler(NIOFrameHandler(connection: connection))
         return connection
     }
 

@@ -38,9 +38,12 @@ extension WireEnvelope {
         switch self {
         case .invocation(let invocation) where invocation.genericSubstitutions.isEmpty:
             var target = invocation.target
+            // Safety: `withUTF8` on a local copy; its pointer (`name`) is used only inside the closure.
             return target.withUTF8 { name in
                 var size = 4 + 2 + 24 + 4 + name.count + 4
                 for argument in invocation.arguments { size += 4 + argument.readableBytes }
+                // Safety: `size` counts exactly what is written below (header 6, three u64s, name length and
+                // bytes, two u16s, each argument's length and bytes), so `out` stays inside the reserved room.
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
                     var out = RawWriter(raw)
                     out.frameHeader(frameSize: size, kind: .invocation)
@@ -53,6 +56,7 @@ extension WireEnvelope {
                     out.u16(UInt16(invocation.arguments.count))
                     for argument in invocation.arguments {
                         out.u32(UInt32(argument.readableBytes))
+                        // Safety: the argument's bytes are only copied out inside the closure.
                         argument.withUnsafeReadableBytes { out.bytes($0) }
                     }
                     return out.written
@@ -63,6 +67,8 @@ extension WireEnvelope {
             switch reply.outcome {
             case .value(let bytes):
                 let size = 4 + 2 + 8 + 1 + 4 + bytes.readableBytes
+                // Safety: `size` counts exactly what is written below (header 6, u64, u8, u32, the value's bytes),
+                // so `out` stays inside the reserved room; the value's bytes are only copied inside the closure.
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
                     var out = RawWriter(raw)
                     out.frameHeader(frameSize: size, kind: .reply)
@@ -74,6 +80,7 @@ extension WireEnvelope {
                 }
                 return true
             case .void:
+                // Safety: 15 bytes reserved, exactly what is written below (header 6, u64, u8).
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 15) { raw in
                     var out = RawWriter(raw)
                     out.frameHeader(frameSize: 15, kind: .reply)
@@ -231,6 +238,8 @@ private struct RawWriter {
     let base: UnsafeMutableRawPointer
     private(set) var written = 0
 
+    // Safety: a `RawWriter` is made only inside `writeWithUnsafeMutableBytes` with at least one byte
+    // reserved, so the base address exists; it does not outlive that closure.
     init(_ raw: UnsafeMutableRawBufferPointer) { base = raw.baseAddress! }
 
     /// A frame's length prefix (the frame's size less the prefix), the version and the kind.
@@ -240,6 +249,8 @@ private struct RawWriter {
         u8(kind.rawValue)
     }
 
+    // Safety (`u8` through `bytes`): every caller reserved exactly the bytes it writes (see
+    // `writeCallFrame`), so `written` stays in bounds; `storeBytes` needs no alignment.
     mutating func u8(_ value: UInt8) {
         base.storeBytes(of: value, toByteOffset: written, as: UInt8.self)
         written += 1

@@ -31,31 +31,18 @@ struct WireReader {
         return values
     }
 
-    mutating func u8(_ what: StaticString) throws -> UInt8 {
-        guard let value = buffer.readInteger(as: UInt8.self) else { throw WireError.malformed("truncated \(what)") }
-        return value
-    }
-
-    mutating func u16(_ what: StaticString) throws -> UInt16 {
-        guard let value = buffer.readInteger(endianness: .big, as: UInt16.self) else {
+    /// A big-endian integer; a frame that ends first is malformed (`what` names the field).
+    mutating func integer<Value: FixedWidthInteger>(_ what: StaticString) throws -> Value {
+        guard let value = buffer.readInteger(endianness: .big, as: Value.self) else {
             throw WireError.malformed("truncated \(what)")
         }
         return value
     }
 
-    mutating func u32(_ what: StaticString) throws -> UInt32 {
-        guard let value = buffer.readInteger(endianness: .big, as: UInt32.self) else {
-            throw WireError.malformed("truncated \(what)")
-        }
-        return value
-    }
-
-    mutating func u64(_ what: StaticString) throws -> UInt64 {
-        guard let value = buffer.readInteger(endianness: .big, as: UInt64.self) else {
-            throw WireError.malformed("truncated \(what)")
-        }
-        return value
-    }
+    mutating func u8(_ what: StaticString) throws -> UInt8 { try integer(what) }
+    mutating func u16(_ what: StaticString) throws -> UInt16 { try integer(what) }
+    mutating func u32(_ what: StaticString) throws -> UInt32 { try integer(what) }
+    mutating func u64(_ what: StaticString) throws -> UInt64 { try integer(what) }
 
     mutating func count(_ what: StaticString) throws -> Int {
         let count = Int(try u16(what))

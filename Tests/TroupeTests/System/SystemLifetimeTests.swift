@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Testing
 import Troupe
 import TroupeTestSupport
@@ -66,6 +69,26 @@ import TroupeTestSupport
         system = nil
         await waitUntil("the system is freed") { weak.value == nil }
         #expect(weak.value == nil)
+    }
+
+    /// A system dropped without `shutdown()` (a user's mistake) must not free what its worker
+    /// threads still read: they hold the scheduler, so the system leaks its parked threads
+    /// instead. In a child process, so that the leaked threads go with it; the sanitizer
+    /// stages build the child with AddressSanitizer, which reports a use after free.
+    @Test func aSystemReleasedWithoutShutdownLeaksItsThreadsButFreesNothingTheyRead() async {
+        await #expect(processExitsWith: .success) {
+            do {
+                // No watchdog and no actor: nothing else keeps this system alive.
+                let system = ActorSystem(
+                    configuration: .init(
+                        name: "dropped", workerCount: 2, introspection: .init(stuckHandlerThreshold: nil)))
+                _ = system.workerCount
+            }
+            // The workers poll and park on what the scheduler owns.
+            var pause = timespec(tv_sec: 0, tv_nsec: 100_000_000)
+            nanosleep(&pause, nil)
+            _exit(0)  // the leak is the point: skip LeakSanitizer's check at exit
+        }
     }
 }
 
