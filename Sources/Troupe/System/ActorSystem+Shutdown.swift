@@ -9,6 +9,9 @@ extension ActorSystem {
     /// mailbox, stops every actor (`stopped` hooks run), then joins the worker threads. Every
     /// message sent is either handled or dead-lettered. Calling it again waits for the first.
     /// Waits as long as the slowest handler takes; ``shutdown(deadline:)`` bounds the wait.
+    ///
+    /// A system is not shut down by being released: its worker threads hold what they run on,
+    /// so a system dropped without a shutdown keeps its (parked) threads until the process ends.
     public func shutdown() async {
         _ = await shutdown(until: nil)
     }
