@@ -246,3 +246,19 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// CI's sanitizer stages build without the TLS layer (TROUPE_CI_WITHOUT_TLS=1): it is a thin
+// Swift layer over swift-nio-ssl, tested in the plain test stage, and leaving it out spares two
+// sanitized builds of BoringSSL. Users never set this.
+if Context.environment["TROUPE_CI_WITHOUT_TLS"] == "1" {
+    package.products.removeAll { $0.name == "TroupeClusterTLS" }
+    package.targets.removeAll { $0.name == "TroupeClusterTLS" || $0.name == "TroupeClusterTLSTests" }
+    package.dependencies.removeAll { $0.kind.isSwiftNIOSSL }
+}
+
+extension Package.Dependency.Kind {
+    fileprivate var isSwiftNIOSSL: Bool {
+        if case .sourceControl(_, let location, _) = self { return location.hasSuffix("/swift-nio-ssl.git") }
+        return false
+    }
+}

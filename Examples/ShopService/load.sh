@@ -24,8 +24,11 @@ if ! command -v wrk >/dev/null; then
 fi
 command -v curl >/dev/null || { echo "curl is missing: apt-get install curl" >&2; exit 1; }
 
-swift build --package-path "$dir" -c release --product shop-service >&2
-binary="$dir/.build/release/shop-service"
+# SHOP_SERVICE_SCRATCH_PATH: build somewhere other than the package's .build (CI reuses the
+# benchmarks' release build of Troupe and SwiftNIO this way).
+scratch=${SHOP_SERVICE_SCRATCH_PATH:-$dir/.build}
+swift build --package-path "$dir" -c release --scratch-path "$scratch" --product shop-service >&2
+binary="$scratch/release/shop-service"
 
 echo "# Examples/ShopService/load.sh $seconds $connections"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(swift --version 2>/dev/null | head -1)"

@@ -25,14 +25,25 @@ extension ActorSystem {
     }
 
     private func shutdown(until deadline: Int64?) async -> ShutdownReport {
-        // The waiting is blocking; do it on a thread of its own, off the cooperative pool.
+        // The waiting is blocking; do it on a thread of its own, off the cooperative pool. The
+        // thread lets go of the system before it resumes the caller, so a caller that drops its
+        // last reference after `await shutdown()` frees the system there and then.
+        let held = Unmanaged.passRetained(self)
         // Safety: resumed exactly once, by the shutdown thread when `shutdownBlocking` returns.
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<ShutdownReport, Never>) in
+        return await withUnsafeContinuation { (continuation: UnsafeContinuation<ShutdownReport, Never>) in
             Threads.detach(
-                Threads.start(name: "\(configuration.name)-shutdown") { [self] in
-                    continuation.resume(returning: shutdownBlocking(until: deadline))
+                Threads.start(name: "\(configuration.name)-shutdown") {
+                    let report = Self.shutDown(held, until: deadline)
+                    continuation.resume(returning: report)
                 })
         }
+    }
+
+    /// Shuts `held` down and gives back its retain before returning (its local ends here).
+    private static func shutDown(_ held: Unmanaged<ActorSystem>, until deadline: Int64?) -> ShutdownReport {
+        // Safety: `held` carries the one retain `shutdown(until:)` took for this thread.
+        let system = held.takeRetainedValue()
+        return system.shutdownBlocking(until: deadline)
     }
 
     /// ``shutdown()`` for synchronous callers. Not on a worker thread (it would wait for itself).

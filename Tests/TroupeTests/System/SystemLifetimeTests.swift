@@ -71,6 +71,23 @@ import TroupeTestSupport
         #expect(weak.value == nil)
     }
 
+    /// `await shutdown()` returns only after the thread that ran it let go of the system: the
+    /// caller's last reference frees it there and then (a driver or a leak check that looks at
+    /// once must not race the shutdown thread). Repeated, as the race it guards was narrow.
+    @Test(arguments: [false, true]) func aSystemIsFreedTheMomentItsLastReferenceGoesAfterShutdown(manual: Bool) async {
+        for round in 0..<50 {
+            var system: ActorSystem? = ActorSystem(
+                configuration: .init(
+                    name: "freed-\(round)", workerCount: 1, introspection: .init(stuckHandlerThreshold: nil),
+                    manualDriver: manual ? ManualDriver() : nil))
+            let weak = WeakBox(system!)
+            await system!.shutdown()
+            system = nil
+            #expect(weak.value == nil, "round \(round): something still held the system after shutdown returned")
+            if weak.value != nil { return }
+        }
+    }
+
     /// A system dropped without `shutdown()` (a user's mistake) must not free what its worker
     /// threads still read: they hold the scheduler, so the system leaks its parked threads
     /// instead. In a child process, so that the leaked threads go with it; the sanitizer
