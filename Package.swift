@@ -16,6 +16,8 @@ let package = Package(
         // TLS with mutual authentication for TroupeCluster's connections (swift-nio-ssl, which
         // bundles BoringSSL: no system package).
         .library(name: "TroupeClusterTLS", targets: ["TroupeClusterTLS"]),
+        .library(name: "TroupePersistence", targets: ["TroupePersistence"]),
+        .library(name: "TroupePersistenceSQLite", targets: ["TroupePersistenceSQLite"]),
         // One cluster node with an echo actor that prints membership events: for trying a
         // cluster by hand, and for the multi-process tests and benchmarks.
         .executable(name: "troupe-cluster-node", targets: ["troupe-cluster-node"]),
@@ -45,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // `swift package generate-documentation` (scripts/docs.sh); a command plugin, never linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.4.0"),
+        // TroupePersistenceSQLite: SQLite compiled in (no system library).
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
     ],
     targets: [
         .systemLibrary(
@@ -164,6 +168,36 @@ let package = Package(
             path: "Tests/TroupeClusterMembershipTests"
         ),
         // Deterministic schedules, virtual time and probes for testing actor code.
+        // Durable actors: the store protocol, group commit, event-sourced actors (no database).
+        .target(
+            name: "TroupePersistence",
+            dependencies: ["Troupe", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/TroupePersistence"
+        ),
+        .target(
+            name: "TroupePersistenceSQLite",
+            dependencies: [
+                "TroupePersistence", .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TroupePersistenceSQLite"
+        ),
+        // The crash tests' child: appends until killed with SIGKILL.
+        .executableTarget(
+            name: "troupe-persistence-crash-writer",
+            dependencies: ["TroupePersistence", "TroupePersistenceSQLite", "Troupe"],
+            path: "Tests/TroupePersistenceCrashWriter"
+        ),
+        .testTarget(
+            name: "TroupePersistenceTests",
+            dependencies: [
+                "TroupePersistence", "TroupePersistenceSQLite", "Troupe", "TroupeTestSupport",
+                "troupe-persistence-crash-writer",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+            ],
+            path: "Tests/TroupePersistenceTests"
+        ),
         .target(name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeTesting"),
         .testTarget(
             name: "TroupeTestingTests",

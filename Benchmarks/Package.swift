@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
         // The cluster rows' raw NIO baseline.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // The persistence rows' raw SQLite baseline.
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         // The TLS rows' raw NIO TLS baseline.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
@@ -30,6 +32,9 @@ let package = Package(
                 .product(name: "TroupeTracing", package: "Troupe"),
                 .product(name: "TroupeCluster", package: "Troupe"),
                 .product(name: "TroupeClusterTLS", package: "Troupe"),
+                .product(name: "TroupePersistence", package: "Troupe"),
+                .product(name: "TroupePersistenceSQLite", package: "Troupe"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

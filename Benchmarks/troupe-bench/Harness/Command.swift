@@ -12,9 +12,10 @@ struct TroupeBench: ParsableCommand {
             never time) with a thresholds file.
 
             Workloads: \(Workload.allCases.map(\.rawValue).joined(separator: ", ")).
-            TroupeCluster's rows: troupe-bench cluster --help.
+            TroupeCluster's rows: troupe-bench cluster --help. Durable actors on SQLite: \
+            troupe-bench persistence --help.
             """,
-        subcommands: [ClusterBench.self])
+        subcommands: [ClusterBench.self, PersistenceBench.self])
 
     @Flag(help: "Every workload at a small size: verifies every result, finishes in seconds.")
     var quick = false

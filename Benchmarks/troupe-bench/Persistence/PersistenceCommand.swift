@@ -1,0 +1,78 @@
+// `troupe-bench persistence`: durable actors on SQLite (issue 31), beside the raw library
+// doing the same inserts in the same batches.
+
+import ArgumentParser
+import Dispatch
+import Foundation
+import Synchronization
+
+struct PersistenceBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "persistence",
+        abstract:
+            "TroupePersistence on SQLite: persist and recover latency, group-commit throughput, the raw baseline.",
+        discussion: """
+            The database is a file in a fresh temporary directory (--directory to choose the disk), \
+            WAL mode, synchronous=NORMAL unless --synchronous says otherwise. Each row says what it \
+            measures; the raw rows are SQLiteNIO alone doing the same inserts in the same batches.
+            """)
+
+    @ParentCommand var parent: TroupeBench
+    var quick: Bool { parent.quick }
+
+    @Option(help: "Where the database files go (default: a new directory under /tmp).")
+    var directory: String?
+
+    @Option(help: "SQLite synchronous mode: NORMAL (default), FULL or OFF.")
+    var synchronous = "NORMAL"
+
+    @Option(help: "Best of this many runs per row (default 3; 1 with --quick).")
+    var runs: Int?
+
+    func validate() throws {
+        guard ["NORMAL", "FULL", "OFF"].contains(synchronous.uppercased()) else {
+            throw ValidationError("--synchronous takes NORMAL, FULL or OFF, got \(synchronous)")
+        }
+        if let runs, runs < 1 { throw ValidationError("--runs needs a positive integer, got \(runs)") }
+    }
+
+    func run() throws {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<[PersistenceRow], any Error>?>(nil)
+        Task.detached {
+            let outcome: Result<[PersistenceRow], any Error>
+            do { outcome = .success(try await self.measure()) } catch { outcome = .failure(error) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        let met = printPersistenceReport(try result.withLock { $0! }.get())
+        print("\nTargets: \(met ? "all met" : "NOT all met (see MISSED)").")
+    }
+
+    func measure() async throws -> [PersistenceRow] {
+        let base = directory ?? NSTemporaryDirectory() + "troupe-persistence-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        defer { if directory == nil { try? FileManager.default.removeItem(atPath: base) } }
+        let options = PersistenceBenchOptions(
+            quick: quick, runs: runs ?? (quick ? 1 : 3), directory: base, synchronous: synchronous.uppercased())
+        print("# troupe-bench persistence\(quick ? " --quick" : "")")
+        print(
+            "Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. SQLite in WAL mode, synchronous=\(options.synchronous), "
+                + "files under \(base).")
+        return try await persistenceRows(options)
+    }
+}
+
+struct PersistenceBenchOptions {
+    var quick: Bool
+    var runs: Int
+    var directory: String
+    var synchronous: String
+
+    /// A fresh database path for one run of one row.
+    func path(_ name: String) -> String {
+        let path = directory + "/\(name)-\(UUID().uuidString).sqlite"
+        return path
+    }
+}

@@ -1,0 +1,319 @@
+// The rows of `troupe-bench persistence`.
+
+import Dispatch
+import Foundation
+import Histogram
+import NIOCore
+import NIOPosix
+import SQLiteNIO
+import Synchronization
+import Troupe
+import TroupePersistence
+import TroupePersistenceSQLite
+
+/// The benchmark's durable actor: appends 100-byte events and counts them.
+struct Ledger: EventSourcedActor {
+    enum Command: Sendable {
+        case append([UInt8], Reply<Int64>)
+        case count(Reply<Int64>)
+    }
+    struct Event: Sendable { var bytes: [UInt8] }
+
+    let persistenceID: PersistenceID
+    var emptyState: Int64 { 0 }
+    /// The bytes as they are: what the rows measure is the journal, not an encoder.
+    static let eventCodec = PersistenceCodec<Event>(
+        typeName: "blob", encode: { $0.bytes }, decode: { Event(bytes: $0) })
+
+    func handle(_ command: Command, state: Int64, context: EventSourcedContext<Self>) -> Effect<Self> {
+        switch command {
+        case .append(let bytes, let reply): .persist(Event(bytes: bytes)).thenReply(reply) { $0 }
+        case .count(let reply): .reply(reply, state)
+        }
+    }
+
+    func apply(_ event: Event, to state: inout Int64) { state += 1 }
+}
+
+let eventBytes = [UInt8](repeating: 0x61, count: 100)
+
+/// A system, an SQLite store and its journal for one run.
+struct Rig {
+    let system: ActorSystem
+    let store: SQLiteStore
+    let journal: Journal
+
+    static func open(_ options: PersistenceBenchOptions, _ name: String) async throws -> Rig {
+        let synchronous = SQLiteStore.Synchronous(rawValue: options.synchronous) ?? .normal
+        let store = try await SQLiteStore.open(path: options.path(name), synchronous: synchronous)
+        return Rig(
+            system: ActorSystem(configuration: .init(name: "bench")), store: store, journal: Journal(store: store))
+    }
+
+    func close() async throws {
+        await system.shutdown()
+        await journal.shutdown()
+        try await store.close()
+    }
+}
+
+/// Counts replies and wakes the waiter when `expected` have arrived.
+final class Countdown: Sendable {
+    private let remaining: Atomic<Int>
+    private let done = DispatchSemaphore(value: 0)
+    let failures = Atomic<Int>(0)
+
+    init(_ expected: Int) { remaining = Atomic(expected) }
+
+    func arrive(failed: Bool = false) {
+        if failed { failures.add(1, ordering: .relaxed) }
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { done.signal() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.done.wait()
+                continuation.resume()
+            }
+        }
+    }
+}
+
+/// Latencies recorded from many threads.
+final class Latencies: Sendable {
+    private let histogram = Mutex(
+        Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three))
+
+    func record(since start: UInt64) {
+        let elapsed = DispatchTime.now().uptimeNanoseconds - start
+        histogram.withLock { _ = $0.record(elapsed) }
+    }
+
+    var p50: Duration { .nanoseconds(Int64(histogram.withLock { $0.valueAtPercentile(50) })) }
+    var p99: Duration { .nanoseconds(Int64(histogram.withLock { $0.valueAtPercentile(99) })) }
+}
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
+
+/// Runs `body` `runs` times and keeps the fastest.
+func bestOf(_ runs: Int, _ body: () async throws -> PersistenceRow) async throws -> PersistenceRow {
+    var best: PersistenceRow?
+    for _ in 0..<runs {
+        let row = try await body()
+        if best == nil || row.seconds < best!.seconds { best = row }
+    }
+    return best!
+}
+
+func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [PersistenceRow] {
+    let single = options.quick ? 1_000 : 10_000
+    let actors = options.quick ? 1_000 : 10_000
+    let perActor = options.quick ? 5 : 20
+    var rows: [PersistenceRow] = []
+    let full = !options.quick
+
+    rows.append(
+        try await bestOf(options.runs) {
+            let rig = try await Rig.open(options, "awaited")
+            let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+            _ = try await ledger.ask { .count($0) }  // recovered
+            let latencies = Latencies()
+            let start = now()
+            for _ in 0..<single {
+                let sent = now()
+                _ = try await ledger.ask { .append(eventBytes, $0) }
+                latencies.record(since: sent)
+            }
+            let elapsed = seconds(since: start)
+            try await rig.close()
+            return PersistenceRow(
+                name: "persist \(grouped(single)), one actor, awaited",
+                note: "one actor; each 100-byte event's ask awaited before the next is sent (a commit per event)",
+                events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                targets: full ? [.totalAtMost(.milliseconds(500))] : [])
+        })
+
+    rows.append(
+        try await bestOf(options.runs) {
+            let rig = try await Rig.open(options, "pipelined")
+            let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+            _ = try await ledger.ask { .count($0) }
+            let countdown = Countdown(single)
+            let latencies = Latencies()
+            let start = now()
+            for _ in 0..<single {
+                let sent = now()
+                ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
+                    latencies.record(since: sent)
+                    if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
+                }
+            }
+            await countdown.wait()
+            let elapsed = seconds(since: start)
+            precondition(countdown.failures.load(ordering: .relaxed) == 0, "pipelined appends failed")
+            try await rig.close()
+            return PersistenceRow(
+                name: "persist \(grouped(single)), one actor, pipelined",
+                note:
+                    "one actor; all asks sent at once, each answered when its event is stored (events wait in the stash "
+                    + "while the previous write is in flight, then go one write per stash drain)",
+                events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                targets: full ? [.totalAtMost(.milliseconds(50))] : [])
+        })
+
+    var batchSize = 1
+    rows.append(
+        try await bestOf(options.runs) {
+            let rig = try await Rig.open(options, "many")
+            let ledgers = (0..<actors).map {
+                rig.system.spawn(persistent: Ledger(persistenceID: PersistenceID("ledger-\($0)")), journal: rig.journal)
+            }
+            for ledger in ledgers { _ = try await ledger.ask { .count($0) } }
+            let before = rig.journal.statistics
+            let total = actors * perActor
+            let countdown = Countdown(total)
+            let latencies = Latencies()
+            let start = now()
+            // Closed loop: each actor has one append in flight; its reply sends the next.
+            @Sendable func next(_ ledger: PersistentRef<Ledger.Command>, _ left: Int) {
+                let sent = now()
+                ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
+                    latencies.record(since: sent)
+                    if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
+                    if left > 1 { next(ledger, left - 1) }
+                }
+            }
+            for ledger in ledgers { next(ledger, perActor) }
+            await countdown.wait()
+            let elapsed = seconds(since: start)
+            precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
+            let after = rig.journal.statistics
+            batchSize = max(1, (after.events - before.events) / max(1, after.batches - before.batches))
+            try await rig.close()
+            return PersistenceRow(
+                name: "\(grouped(actors)) actors appending",
+                note: "\(grouped(actors)) actors, each with one 100-byte append in flight at a time (closed loop, "
+                    + "\(perActor) each); latency is send to reply, so with \(grouped(actors)) in flight it is "
+                    + "\(grouped(actors)) ÷ the rate by Little's law; group commit averaged \(batchSize) events per batch",
+                events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                targets: full ? [.rateAtLeast(250_000), .rateWithin(1.3, of: "raw SQLiteNIO, same batches")] : [])
+        })
+
+    rows.append(
+        try await bestOf(options.runs) {
+            let rig = try await Rig.open(options, "open-loop")
+            let ledgers = (0..<actors).map {
+                rig.system.spawn(persistent: Ledger(persistenceID: PersistenceID("ledger-\($0)")), journal: rig.journal)
+            }
+            for ledger in ledgers { _ = try await ledger.ask { .count($0) } }
+            // Offered load: 250,000 events/s (the target), 250 every millisecond for a second.
+            let ticks = options.quick ? 100 : 1_000
+            let perTick = 250
+            let total = ticks * perTick
+            let countdown = Countdown(total)
+            let latencies = Latencies()
+            let start = now()
+            var sent = 0
+            for tick in 0..<ticks {
+                let due = start + UInt64(tick) * 1_000_000
+                while now() < due { usleep(50) }
+                for _ in 0..<perTick {
+                    let ledger = ledgers[sent % ledgers.count]
+                    sent += 1
+                    let at = now()
+                    ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
+                        latencies.record(since: at)
+                        if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
+                    }
+                }
+            }
+            await countdown.wait()
+            let elapsed = seconds(since: start)
+            precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
+            try await rig.close()
+            return PersistenceRow(
+                name: "\(grouped(actors)) actors, 250 k events/s offered",
+                note: "open loop: 250 appends every millisecond, round robin over \(grouped(actors)) actors; "
+                    + "rate is what was stored per second, latency send to reply",
+                events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                targets: full ? [.p99AtMost(.milliseconds(2))] : [])
+        })
+
+    rows.append(
+        try await bestOf(options.runs) {
+            let rig = try await Rig.open(options, "recovery")
+            let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+            let countdown = Countdown(single)
+            for _ in 0..<single {
+                ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { _ in countdown.arrive() }
+            }
+            await countdown.wait()
+            ledger.stop()
+            _ = await ledger.terminated()
+            let start = now()
+            let again = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+            let count = try await again.ask { .count($0) }
+            let elapsed = seconds(since: start)
+            precondition(count == Int64(single), "recovered \(count) of \(single) events")
+            try await rig.close()
+            return PersistenceRow(
+                name: "recover \(grouped(single)) events",
+                note:
+                    "spawn to the first reply: claim the writer, read and decode \(grouped(single)) events, apply them",
+                events: single, seconds: elapsed, targets: full ? [.totalAtMost(.milliseconds(20))] : [])
+        })
+
+    rows.append(
+        try await bestOf(options.runs) { try await rawInserts(options, events: actors * perActor, batch: batchSize) })
+    return rows
+}
+
+/// SQLiteNIO alone: the same rows, in transactions of `batch` events, as fast as it goes.
+func rawInserts(_ options: PersistenceBenchOptions, events: Int, batch: Int) async throws -> PersistenceRow {
+    let threads = NIOThreadPool(numberOfThreads: 1)
+    threads.start()
+    let connection = try await SQLiteConnection.open(
+        storage: .file(path: options.path("raw")), threadPool: threads, on: MultiThreadedEventLoopGroup.singleton.any())
+    for pragma in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = \(options.synchronous)"] {
+        _ = try await connection.query(pragma)
+    }
+    _ = try await connection.query(
+        """
+        CREATE TABLE events (persistence_id TEXT NOT NULL, sequence_nr INTEGER NOT NULL, writer_epoch INTEGER NOT NULL,
+        type_name TEXT NOT NULL, type_version INTEGER NOT NULL, payload BLOB NOT NULL, written_at INTEGER NOT NULL,
+        PRIMARY KEY (persistence_id, sequence_nr))
+        """)
+    let row = "(?, ?, ?, ?, ?, ?, ?)"
+    let start = now()
+    var written = 0
+    var sequence = 0
+    while written < events {
+        let count = min(batch, events - written)
+        var binds: [SQLiteData] = []
+        binds.reserveCapacity(count * 7)
+        for index in 0..<count {
+            let actor = (written + index) % 10_000
+            if actor == 0 { sequence += 1 }
+            binds += [
+                .text("ledger-\(actor)"), .integer(sequence), .integer(1), .text("blob"), .integer(1),
+                .blob(ByteBuffer(bytes: eventBytes)), .integer(0),
+            ]
+        }
+        _ = try await connection.query("BEGIN IMMEDIATE")
+        _ = try await connection.query(
+            "INSERT INTO events VALUES " + Array(repeating: row, count: count).joined(separator: ", "), binds)
+        _ = try await connection.query("COMMIT")
+        written += count
+    }
+    let elapsed = seconds(since: start)
+    try await connection.close()
+    try await threads.shutdownGracefully()
+    return PersistenceRow(
+        name: "raw SQLiteNIO, same batches",
+        note: "SQLiteNIO alone on one thread: the same 100-byte rows in transactions of \(batch) events (the journal's "
+            + "average batch above), one multi-row INSERT each; the physical limit for this store on this machine",
+        events: events, seconds: elapsed)
+}

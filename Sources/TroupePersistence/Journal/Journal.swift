@@ -1,0 +1,169 @@
+import Synchronization
+
+/// The front of an ``PersistenceStore`` that durable actors share: it gathers their writes into
+/// batches (group commit) and gives each actor its outcome when its batch is durable.
+///
+/// Batching adapts to load without a timer: the first write starts a commit at once; writes
+/// that arrive while it is in flight wait and go together in the next one, up to
+/// ``Settings/maxOperationsPerBatch`` operations and ``Settings/maxEventsPerBatch`` events.
+/// Under light load a write waits for nothing; under heavy load batches grow until one commit
+/// carries what arrived during the previous one, so the store commits at its own pace and
+/// each write waits at most about two commit times.
+///
+/// Make one journal per store and share it among the actors (batches cross actors only within
+/// one journal).
+public final class Journal: Sendable {
+    /// Bounds on one batch.
+    public struct Settings: Sendable {
+        /// At most this many operations per commit (default 1,000).
+        public var maxOperationsPerBatch: Int
+        /// At most about this many events per commit (default 1,000; one append larger than
+        /// this goes alone).
+        public var maxEventsPerBatch: Int
+
+        public init(maxOperationsPerBatch: Int = 1_000, maxEventsPerBatch: Int = 1_000) {
+            precondition(maxOperationsPerBatch >= 1 && maxEventsPerBatch >= 1, "a batch holds at least one operation")
+            self.maxOperationsPerBatch = maxOperationsPerBatch
+            self.maxEventsPerBatch = maxEventsPerBatch
+        }
+    }
+
+    /// Counters since the journal was made.
+    public struct Statistics: Sendable, Hashable {
+        /// Commits made (batches).
+        public var batches = 0
+        /// Operations committed or refused.
+        public var operations = 0
+        /// Events stored.
+        public var events = 0
+        /// The most operations one batch carried.
+        public var largestBatch = 0
+        /// Batches the store failed as a whole.
+        public var failedBatches = 0
+    }
+
+    typealias Completion = @Sendable (Result<JournalOutcome, any Error>) -> Void
+
+    struct Pending {
+        let operation: JournalOperation
+        let completion: Completion
+        var eventCount: Int {
+            if case .append(let append) = operation { return append.events.count }
+            return 0
+        }
+    }
+
+    struct Queue {
+        var pending: [Pending] = []
+        var committing = false
+        var closed = false
+        var statistics = Statistics()
+    }
+
+    /// The store the journal writes to and recovery reads from.
+    public let store: any PersistenceStore
+    public let settings: Settings
+    private let queue = Mutex(Queue())
+
+    public init(store: any PersistenceStore, settings: Settings = Settings()) {
+        self.store = store
+        self.settings = settings
+    }
+
+    /// Counters since the journal was made.
+    public var statistics: Statistics { queue.withLock { $0.statistics } }
+
+    /// Queues `operation` for the next batch and calls `completion` once with its outcome, on
+    /// the thread that finished the batch (keep it short: tell an actor).
+    public func submit(
+        _ operation: JournalOperation, completion: @escaping @Sendable (Result<JournalOutcome, any Error>) -> Void
+    ) {
+        let start: Bool? = queue.withLock { queue in
+            if queue.closed { return nil }
+            queue.pending.append(Pending(operation: operation, completion: completion))
+            if queue.committing { return false }
+            queue.committing = true
+            return true
+        }
+        switch start {
+        case nil: completion(.failure(PersistenceError.journalClosed))
+        case true?: Task.detached { await self.commitWhilePending() }
+        case false?: break
+        }
+    }
+
+    /// Commits `operation` in the next batch and returns its outcome.
+    public func commit(_ operation: JournalOperation) async throws -> JournalOutcome {
+        try await withCheckedThrowingContinuation { continuation in
+            submit(operation) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Checks that `codec` can read every version of its type the store holds: call it at
+    /// start, so that a missing upcaster stops the deploy instead of a recovery.
+    public func check<Value>(_ codec: PersistenceCodec<Value>) async throws {
+        try codec.check(storedVersions: try await store.storedEventVersions())
+    }
+
+    /// Refuses new writes (they fail with ``PersistenceError/journalClosed``) and returns when
+    /// every queued one has its outcome.
+    public func shutdown() async {
+        queue.withLock { $0.closed = true }
+        while queue.withLock({ $0.committing }) {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    /// Runs batches until nothing is pending. One runs at a time (`committing`).
+    private func commitWhilePending() async {
+        while true {
+            let batch: [Pending] = queue.withLock { queue in
+                var events = 0
+                var count = 0
+                for pending in queue.pending {
+                    if count == settings.maxOperationsPerBatch { break }
+                    if count > 0 && events + pending.eventCount > settings.maxEventsPerBatch { break }
+                    events += pending.eventCount
+                    count += 1
+                }
+                let batch: [Pending]
+                if count == queue.pending.count {
+                    batch = queue.pending
+                    queue.pending = []
+                } else {
+                    batch = Array(queue.pending.prefix(count))
+                    queue.pending.removeFirst(count)
+                }
+                if batch.isEmpty { queue.committing = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            do {
+                let outcomes = try await store.commit(batch.map(\.operation))
+                precondition(
+                    outcomes.count == batch.count,
+                    "\(type(of: store)).commit returned \(outcomes.count) outcomes for \(batch.count) operations")
+                record(batch, outcomes: outcomes)
+                for (pending, outcome) in zip(batch, outcomes) { pending.completion(.success(outcome)) }
+            } catch {
+                record(batch, outcomes: nil)
+                for pending in batch { pending.completion(.failure(error)) }
+            }
+        }
+    }
+
+    private func record(_ batch: [Pending], outcomes: [JournalOutcome]?) {
+        queue.withLock { queue in
+            queue.statistics.batches += 1
+            queue.statistics.operations += batch.count
+            queue.statistics.largestBatch = max(queue.statistics.largestBatch, batch.count)
+            guard let outcomes else {
+                queue.statistics.failedBatches += 1
+                return
+            }
+            for (pending, outcome) in zip(batch, outcomes) where outcome == .written {
+                queue.statistics.events += pending.eventCount
+            }
+        }
+    }
+}

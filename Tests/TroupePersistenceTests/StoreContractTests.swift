@@ -1,0 +1,92 @@
+import Testing
+import TroupePersistence
+
+/// What every ``PersistenceStore`` must refuse and keep, checked on each one directly.
+@Suite struct StoreContractTests {
+    static func event(_ n: Int) -> SerializedEvent {
+        SerializedEvent(typeName: "e", version: 1, payload: Array("\(n)".utf8))
+    }
+
+    static func append(_ id: PersistenceID, epoch: Int64, from first: Int64, count: Int) -> JournalOperation {
+        .append(
+            EventAppend(
+                persistenceID: id, epoch: WriterEpoch(epoch), firstSequenceNumber: first,
+                events: (0..<count).map { event(Int(first) + $0) }))
+    }
+
+    @Test(arguments: StoreKind.allCases) func claimsRaiseTheEpochAndReportTheLastEvent(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = test.store
+        #expect(try await store.commit([.claimWriter("a")]) == [.claimed(WriterEpoch(1), lastSequenceNumber: 0)])
+        #expect(try await store.commit([Self.append("a", epoch: 1, from: 1, count: 3)]) == [.written])
+        #expect(try await store.commit([.claimWriter("a")]) == [.claimed(WriterEpoch(2), lastSequenceNumber: 3)])
+        await test.close()
+    }
+
+    @Test(arguments: StoreKind.allCases) func staleEpochsGapsAndDuplicatesAreRefusedOneByOne(
+        kind: StoreKind
+    ) async throws {
+        let test = try await kind.make()
+        let store = test.store
+        _ = try await store.commit([.claimWriter("a"), .claimWriter("b")])
+        _ = try await store.commit([.claimWriter("a")])  // "a" is now at epoch 2
+        let outcomes = try await store.commit([
+            Self.append("a", epoch: 1, from: 1, count: 1),  // stale epoch
+            Self.append("a", epoch: 2, from: 1, count: 2),  // fine
+            Self.append("a", epoch: 2, from: 2, count: 1),  // duplicate of event 2
+            Self.append("a", epoch: 2, from: 5, count: 1),  // gap
+            Self.append("b", epoch: 1, from: 1, count: 1),  // fine, despite the refusals around it
+            Self.append("a", epoch: 2, from: 3, count: 1),  // fine: follows the accepted ones
+        ])
+        #expect(
+            outcomes == [
+                .fenced(current: WriterEpoch(2)), .written, .sequenceConflict(expected: 3),
+                .sequenceConflict(expected: 3),
+                .written, .written,
+            ])
+        let a = try await store.history(of: "a")
+        #expect(a.events.map(\.sequenceNumber) == [1, 2, 3])
+        #expect(a.events.map(\.event) == [Self.event(1), Self.event(2), Self.event(3)])
+        #expect(try await store.history(of: "b").events.count == 1)
+        await test.close()
+    }
+
+    @Test(arguments: StoreKind.allCases) func snapshotsKeepTheNewestAndFenceStaleWriters(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = test.store
+        _ = try await store.commit([.claimWriter("s"), Self.append("s", epoch: 1, from: 1, count: 9)])
+        func snapshot(_ n: Int64, epoch: Int64 = 1) -> JournalOperation {
+            .saveSnapshot(
+                SnapshotWrite(
+                    persistenceID: "s", epoch: WriterEpoch(epoch),
+                    snapshot: SerializedSnapshot(sequenceNumber: n, state: Self.event(Int(n) * 100)), keep: 2))
+        }
+        #expect(
+            try await store.commit([snapshot(3), snapshot(6), snapshot(9), snapshot(9, epoch: 0)]).last
+                == .fenced(current: WriterEpoch(1)))
+        let history = try await store.history(of: "s")
+        #expect(history.snapshot == SerializedSnapshot(sequenceNumber: 9, state: Self.event(900)))
+        #expect(history.events.isEmpty)
+        #expect(history.lastSequenceNumber == 9)
+        _ = try await store.commit([Self.append("s", epoch: 1, from: 10, count: 2)])
+        #expect(try await store.history(of: "s").events.map(\.sequenceNumber) == [10, 11])
+        #expect(try await store.commit([.claimWriter("s")]) == [.claimed(WriterEpoch(2), lastSequenceNumber: 11)])
+        await test.close()
+    }
+
+    @Test(arguments: StoreKind.allCases) func storedVersionsListEveryTypeAndVersion(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = test.store
+        let old = SerializedEvent(typeName: "t", version: 1, payload: [1])
+        let new = SerializedEvent(typeName: "t", version: 2, payload: [2])
+        _ = try await store.commit([
+            .claimWriter("v"),
+            .append(
+                EventAppend(persistenceID: "v", epoch: WriterEpoch(1), firstSequenceNumber: 1, events: [old, new, new])),
+        ])
+        #expect(
+            try await store.storedEventVersions()
+                == [StoredTypeVersion(typeName: "t", version: 1), StoredTypeVersion(typeName: "t", version: 2)])
+        await test.close()
+    }
+}
