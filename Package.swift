@@ -192,13 +192,15 @@ let package = Package(
         .testTarget(
             name: "TroupePersistenceTests",
             dependencies: [
-                "TroupePersistence", "TroupePersistenceSQLite", "Troupe", "TroupeTestSupport",
+                "TroupePersistence", "TroupePersistenceSQLite", "Troupe", "TroupeTestSupport", "TroupeTesting",
                 "troupe-persistence-crash-writer",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
             ],
             path: "Tests/TroupePersistenceTests"
         ),
-        .target(name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeTesting"),
+        .target(
+            name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks", "TroupePersistence"],
+            path: "Sources/TroupeTesting"),
         .testTarget(
             name: "TroupeTestingTests",
             dependencies: ["TroupeTesting", "Troupe", "TroupePubSub", "TroupeTestSupport"],

@@ -63,11 +63,17 @@ public final class Journal: Sendable {
     /// The store the journal writes to and recovery reads from.
     public let store: any PersistenceStore
     public let settings: Settings
+    /// Where commits run (nil: Swift's global executor).
+    private let executor: (any TaskExecutor)?
     private let queue = Mutex(Queue())
 
-    public init(store: any PersistenceStore, settings: Settings = Settings()) {
+    /// A journal on `store`. Commits run as tasks on `executor`: nil (the default) for Swift's
+    /// global executor; `system.taskExecutor` to keep them on Troupe's workers, or a
+    /// `DeterministicSystem`'s so that a test's schedule includes them.
+    public init(store: any PersistenceStore, settings: Settings = Settings(), executor: (any TaskExecutor)? = nil) {
         self.store = store
         self.settings = settings
+        self.executor = executor
     }
 
     /// Counters since the journal was made.
@@ -87,7 +93,12 @@ public final class Journal: Sendable {
         }
         switch start {
         case nil: completion(.failure(PersistenceError.journalClosed))
-        case true?: Task.detached { await self.commitWhilePending() }
+        case true?:
+            if let executor {
+                Task(executorPreference: executor) { await self.commitWhilePending() }
+            } else {
+                Task.detached { await self.commitWhilePending() }
+            }
         case false?: break
         }
     }
