@@ -8,7 +8,7 @@ struct DurableStateHost<Actor: DurableStateActor>: DurableHost {
 
     let actor: Actor
     var core: DurableCore<Actor.Command>
-    var phase = DurablePhase<PendingSave>.claiming
+    var phase = DurablePhase<PendingSave>.admitting
     var state: Actor.State
     var revision: Int64 = 0
 

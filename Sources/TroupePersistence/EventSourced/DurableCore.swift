@@ -15,6 +15,47 @@ struct DurableCore<Command: Sendable> {
     /// The history's end (or the state's revision) as the claim saw it; the read must reach it.
     var claimedLast: Int64 = 0
     var stash = Stash<Command>()
+    /// Where this instance is with its recovery permit.
+    var admission = Admission.none
+
+    enum Admission {
+        case none
+        /// Asked for a permit; `hurried` once a command waits.
+        case waiting(hurried: Bool)
+        /// Holds a permit since `since`, until the recovery ends.
+        case holding(since: ContinuousClock.Instant)
+    }
+
+    /// Asks the journal's gate for a recovery permit; it arrives as `.admitted`.
+    mutating func requestAdmission(context: ActorContext<Message>) {
+        let me = context.ref
+        let incarnation = incarnation
+        admission = .waiting(hurried: false)
+        journal.recoveryGate.request(token: incarnation, urgent: false) {
+            me.tell(Message(kind: .admitted(incarnation: incarnation)))
+        }
+    }
+
+    /// A command waits behind the recovery: move it ahead of recoveries nobody waits for.
+    mutating func hurryAdmission() {
+        if case .waiting(hurried: false) = admission {
+            journal.recoveryGate.hurry(incarnation)
+            admission = .waiting(hurried: true)
+        }
+    }
+
+    mutating func admitted() { admission = .holding(since: .now) }
+
+    /// The recovery ended (done or failed), or the actor is going: give the permit back, or
+    /// the place in the queue.
+    mutating func endAdmission() {
+        switch admission {
+        case .none: break
+        case .waiting: journal.recoveryGate.cancel(incarnation)
+        case .holding(let since): journal.recoveryGate.finished(after: .now - since)
+        }
+        admission = .none
+    }
 
     /// Submits `operation`; its outcome comes back as the message `wrap` makes of it.
     func submit(

@@ -1,9 +1,11 @@
 import Logging
 import Troupe
 
-/// Where a durable actor is in its life: claiming the writer, reading what is stored, running
-/// (a command is handled at once), or writing (one write in flight; commands wait in the stash).
+/// Where a durable actor is in its life: waiting for a recovery permit, claiming the writer,
+/// reading what is stored, running (a command is handled at once), or writing (one write in
+/// flight; commands wait in the stash).
 enum DurablePhase<PendingWrite> {
+    case admitting
     case claiming
     case reading
     case running
@@ -43,14 +45,16 @@ protocol DurableHost: ActorDefinition where Message == PersistentMessage<Command
 extension DurableHost {
     var id: PersistenceID { core.id }
 
-    mutating func started(context: ActorContext<Message>) { core.claim(context: context) }
+    mutating func started(context: ActorContext<Message>) { core.requestAdmission(context: context) }
 
     mutating func willRestart(reason: any Error, context: ActorContext<Message>) {
+        core.endAdmission()
         core.handBackStash(context: context)
         failWriteInFlight()
     }
 
     mutating func stopped(context: ActorContext<Message>) {
+        core.endAdmission()
         core.handBackStash(context: context)
         failWriteInFlight()
     }
@@ -71,16 +75,26 @@ extension DurableHost {
                 try handleCommands(first: command, context: context)
             } else {
                 try core.stashing(command)
+                core.hurryAdmission()
             }
+        case .admitted(let from):
+            guard from == core.incarnation else { return }
+            core.admitted()
+            phase = .claiming
+            core.claim(context: context)
         case .claimed(let from, let result):
             guard from == core.incarnation else { return }
-            try core.claimed(result)
+            do { try core.claimed(result) } catch {
+                core.endAdmission()
+                throw error
+            }
             phase = .reading
             let store = core.journal.store
             let id = id
             core.read(context: context) { await Self.read(id, from: store) }
         case .recovered(let from, let result):
             guard from == core.incarnation else { return }
+            core.endAdmission()
             let recovered = try result.get()
             guard recovered.lastSequenceNumber >= core.claimedLast else {
                 // The claim saw more than the read: the store lost or hid some of it.

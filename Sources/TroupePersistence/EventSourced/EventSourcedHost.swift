@@ -9,7 +9,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
 
     let actor: Actor
     var core: DurableCore<Actor.Command>
-    var phase = DurablePhase<PendingWrite>.claiming
+    var phase = DurablePhase<PendingWrite>.admitting
     var state: Actor.State
     var lastSequenceNumber: Int64 = 0
     var eventsSinceSnapshot = 0

@@ -6,6 +6,8 @@ import Troupe
 public struct PersistentMessage<Command: Sendable>: Sendable {
     enum Kind: Sendable {
         case command(Command)
+        /// The journal's recovery gate admitted this incarnation's recovery.
+        case admitted(incarnation: UInt64)
         /// The journal claimed the writer for this incarnation (or failed to).
         case claimed(incarnation: UInt64, Result<JournalOutcome, any Error>)
         /// The history was read and decoded.

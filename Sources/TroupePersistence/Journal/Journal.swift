@@ -21,10 +21,17 @@ public final class Journal: Sendable {
         /// this goes alone).
         public var maxEventsPerBatch: Int
 
-        public init(maxOperationsPerBatch: Int = 1_000, maxEventsPerBatch: Int = 1_000) {
+        /// How many actors recover at once.
+        public var recoveries: RecoveryLimits
+
+        public init(
+            maxOperationsPerBatch: Int = 1_000, maxEventsPerBatch: Int = 1_000,
+            recoveries: RecoveryLimits = RecoveryLimits()
+        ) {
             precondition(maxOperationsPerBatch >= 1 && maxEventsPerBatch >= 1, "a batch holds at least one operation")
             self.maxOperationsPerBatch = maxOperationsPerBatch
             self.maxEventsPerBatch = maxEventsPerBatch
+            self.recoveries = recoveries
         }
     }
 
@@ -40,6 +47,13 @@ public final class Journal: Sendable {
         public var largestBatch = 0
         /// Batches the store failed as a whole.
         public var failedBatches = 0
+        /// Recoveries admitted so far.
+        public var recoveriesAdmitted = 0
+        /// Recoveries running now, and waiting for a permit.
+        public var recoveriesActive = 0
+        public var recoveriesWaiting = 0
+        /// The current bound on concurrent recoveries (it adapts; see ``RecoveryLimits``).
+        public var recoveryLimit = 0
     }
 
     typealias Completion = @Sendable (Result<JournalOutcome, any Error>) -> Void
@@ -66,6 +80,8 @@ public final class Journal: Sendable {
     /// Where commits run (nil: Swift's global executor).
     private let executor: (any TaskExecutor)?
     private let queue = Mutex(Queue())
+    /// Admits recoveries a few at a time.
+    let recoveryGate: RecoveryGate
 
     /// A journal on `store`. Commits run as tasks on `executor`: nil (the default) for Swift's
     /// global executor; `system.taskExecutor` to keep them on Troupe's workers, or a
@@ -74,10 +90,19 @@ public final class Journal: Sendable {
         self.store = store
         self.settings = settings
         self.executor = executor
+        recoveryGate = RecoveryGate(limits: settings.recoveries)
     }
 
     /// Counters since the journal was made.
-    public var statistics: Statistics { queue.withLock { $0.statistics } }
+    public var statistics: Statistics {
+        var statistics = queue.withLock { $0.statistics }
+        let gate = recoveryGate.snapshot
+        statistics.recoveryLimit = gate.limit
+        statistics.recoveriesActive = gate.active
+        statistics.recoveriesWaiting = gate.waiting
+        statistics.recoveriesAdmitted = gate.admitted
+        return statistics
+    }
 
     /// Queues `operation` for the next batch and calls `completion` once with its outcome, on
     /// the thread that finished the batch (keep it short: tell an actor).
