@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "TroupeClusterTLS", targets: ["TroupeClusterTLS"]),
         .library(name: "TroupePersistence", targets: ["TroupePersistence"]),
         .library(name: "TroupePersistenceSQLite", targets: ["TroupePersistenceSQLite"]),
+        .library(name: "TroupePersistencePostgres", targets: ["TroupePersistencePostgres"]),
         // One cluster node with an echo actor that prints membership events: for trying a
         // cluster by hand, and for the multi-process tests and benchmarks.
         .executable(name: "troupe-cluster-node", targets: ["troupe-cluster-node"]),
@@ -49,6 +50,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.4.0"),
         // TroupePersistenceSQLite: SQLite compiled in (no system library).
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        // TroupePersistencePostgres.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -183,18 +186,33 @@ let package = Package(
             ],
             path: "Sources/TroupePersistenceSQLite"
         ),
+        .target(
+            name: "TroupePersistencePostgres",
+            dependencies: [
+                "TroupePersistence", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TroupePersistencePostgres"
+        ),
         // The crash tests' child: appends until killed with SIGKILL.
         .executableTarget(
             name: "troupe-persistence-crash-writer",
-            dependencies: ["TroupePersistence", "TroupePersistenceSQLite", "Troupe"],
+            dependencies: [
+                "TroupePersistence", "TroupePersistenceSQLite", "TroupePersistencePostgres", "Troupe",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             path: "Tests/TroupePersistenceCrashWriter"
         ),
         .testTarget(
             name: "TroupePersistenceTests",
             dependencies: [
-                "TroupePersistence", "TroupePersistenceSQLite", "Troupe", "TroupeTestSupport", "TroupeTesting",
+                "TroupePersistence", "TroupePersistenceSQLite", "TroupePersistencePostgres", "Troupe",
+                "TroupeTestSupport",
+                "TroupeTesting",
                 "troupe-persistence-crash-writer",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TroupePersistenceTests"
         ),

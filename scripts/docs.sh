@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 out=.build/docs
 rm -rf "$out" && mkdir -p "$out"
 status=0
-for module in Troupe TroupePromises TroupePubSub TroupeSupervision TroupeMetrics TroupeServiceLifecycle TroupeTracing TroupeTesting TroupeCluster TroupeClusterTLS TroupePersistence TroupePersistenceSQLite; do
+for module in Troupe TroupePromises TroupePubSub TroupeSupervision TroupeMetrics TroupeServiceLifecycle TroupeTracing TroupeTesting TroupeCluster TroupeClusterTLS TroupePersistence TroupePersistenceSQLite TroupePersistencePostgres; do
     echo "== $module"
     if ! swift package --allow-writing-to-directory "$out" generate-documentation --target "$module" \
         --warnings-as-errors --output-path "$out/$module.doccarchive" 2>&1 | grep -v '^\['; then

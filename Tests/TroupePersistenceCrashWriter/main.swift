@@ -3,7 +3,8 @@
 // process with SIGKILL. The test then opens the store and checks that every acknowledged event
 // is there, in order, with no batch half-applied.
 //
-// Usage: troupe-persistence-crash-writer PATH ACTORS
+// Usage: troupe-persistence-crash-writer sqlite PATH ACTORS
+//        troupe-persistence-crash-writer postgres DATABASE ACTORS   (server from TROUPE_POSTGRES_HOST, _PORT, _USER)
 // Prints `ACK <actor> <last sequence number>` per acknowledged command (written with write(2),
 // so a line printed is a line the parent can read even if the process dies right after).
 
@@ -12,7 +13,9 @@
 #endif
 import Troupe
 import TroupePersistence
+import TroupePersistencePostgres
 import TroupePersistenceSQLite
+import PostgresNIO
 
 /// Appends commands of 1 to 3 events; each event names its command and its size, so the
 /// checker can see whether a command's events are all there.
@@ -44,12 +47,27 @@ func emit(_ line: String) {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 3, let actorCount = Int(arguments[2]), actorCount > 0 else {
-    emit("usage: troupe-persistence-crash-writer PATH ACTORS")
+guard arguments.count == 4, ["sqlite", "postgres"].contains(arguments[1]), let actorCount = Int(arguments[3]),
+    actorCount > 0
+else {
+    emit("usage: troupe-persistence-crash-writer sqlite PATH ACTORS | postgres DATABASE ACTORS")
     exit(2)
 }
 
-let store = try await SQLiteStore.open(path: arguments[1], synchronous: .normal)
+func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+
+let store: any PersistenceStore
+if arguments[1] == "sqlite" {
+    store = try await SQLiteStore.open(path: arguments[2], synchronous: .normal)
+} else {
+    store = try await PostgresStore.connect(
+        PostgresClient.Configuration(
+            host: environment("TROUPE_POSTGRES_HOST") ?? "127.0.0.1",
+            port: environment("TROUPE_POSTGRES_PORT").flatMap { Int($0) } ?? 5432,
+            username: environment("TROUPE_POSTGRES_USER") ?? "postgres",
+            password: environment("TROUPE_POSTGRES_PASSWORD"),
+            database: arguments[2], tls: .disable))
+}
 let journal = Journal(store: store)
 let system = ActorSystem(configuration: .init(name: "crash-writer"))
 

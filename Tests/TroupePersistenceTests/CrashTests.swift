@@ -1,28 +1,39 @@
 import Foundation
 import Testing
 import TroupePersistence
+import TroupePersistencePostgres
 import TroupePersistenceSQLite
 import TroupeTestSupport
 
 /// A writer killed with SIGKILL in the middle of a stream of acknowledged writes: after a
 /// restart every acknowledged event is there, in order, with no command's events half-stored
-/// and no duplicate. 20 runs, each killed after a different delay.
+/// and no duplicate. 20 runs per store (SQLite, and PostgreSQL when a server is configured),
+/// each killed after a different delay.
 @Suite(.serialized) struct CrashTests {
     static var writer: URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("troupe-persistence-crash-writer")
     }
 
-    @Test(arguments: 0..<20) func everyAcknowledgedEventSurvivesAKill(run: Int) async throws {
+    static var runs: [(StoreKind, Int)] {
+        StoreKind.available.filter { $0 != .memory }.flatMap { kind in (0..<20).map { (kind, $0) } }
+    }
+
+    @Test(arguments: runs) func everyAcknowledgedEventSurvivesAKill(kind: StoreKind, run: Int) async throws {
         let directory = makeTemporaryDirectory()
         defer { removeDirectory(directory) }
         let path = directory + "/crash.sqlite"
+        let server = PostgresTestServer.configured
+        let database = kind == .postgres ? try await server?.createDatabase() : nil
+        defer {
+            if let database, let server { Task { try? await server.dropDatabase(database) } }
+        }
         let actors = 8
         let acknowledged = TestLock<[Int: Int64]>([:])
         let ready = TestLock(false)
         let process = Process()
         process.executableURL = Self.writer
-        process.arguments = [path, "\(actors)"]
+        process.arguments = [kind.rawValue, database ?? path, "\(actors)"]
         var environment = ProcessInfo.processInfo.environment
         environment["ASAN_OPTIONS"] = "detect_leaks=0"  // killed on purpose: nothing to check at exit
         process.environment = environment
@@ -54,6 +65,7 @@ import TroupeTestSupport
         }
         try process.run()
         await waitUntil(timeout: .seconds(60), "the writer is ready") { ready.withLock { $0 } }
+        await waitUntil(timeout: .seconds(60), "a first acknowledgement") { !acknowledged.withLock { $0.isEmpty } }
         // Kill it after 100 to 575 ms of writing: a different point of the stream each run.
         try await Task.sleep(for: .milliseconds(100 + 25 * run))
         kill(process.processIdentifier, SIGKILL)
@@ -62,7 +74,12 @@ import TroupeTestSupport
         let acked = acknowledged.withLock { $0 }
         #expect(acked.values.reduce(0, +) > 0, "the writer acknowledged nothing before it was killed")
 
-        let store = try await SQLiteStore.open(path: path)
+        let store: any PersistenceStore
+        if let database, let server {
+            store = try await PostgresStore.connect(server.configuration(database: database))
+        } else {
+            store = try await SQLiteStore.open(path: path)
+        }
         for actor in 0..<actors {
             let history = try await store.history(of: PersistenceID("crash-\(actor)"))
             let numbers = history.events.map(\.sequenceNumber)
@@ -78,6 +95,7 @@ import TroupeTestSupport
                 #expect(count == size, "actor \(actor): command \(command) stored \(count) of its events")
             }
         }
-        try await store.close()
+        if let sqlite = store as? SQLiteStore { try await sqlite.close() }
+        if let postgres = store as? PostgresStore { postgres.close() }
     }
 }

@@ -25,7 +25,7 @@ struct Cart: DurableStateActor {
 /// Durable-state actors on every store: saves answered once stored, read back at spawn,
 /// compare-and-set on the revision, fencing.
 @Suite struct DurableStateActorTests {
-    @Test(arguments: StoreKind.allCases) func theStateIsReadBackAtSpawnWithItsRevision(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.available) func theStateIsReadBackAtSpawnWithItsRevision(kind: StoreKind) async throws {
         try await withDurableRig(kind) { system, journal, store async throws in
             let cart = system.spawn(persistent: Cart(persistenceID: "cart-1"), journal: journal)
             #expect(try await cart.ask { .add("apple", $0) } == 1)
@@ -39,7 +39,8 @@ struct Cart: DurableStateActor {
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func aSaveOverAStaleRevisionIsRefusedNamingBoth(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.available) func aSaveOverAStaleRevisionIsRefusedNamingBoth(kind: StoreKind) async throws
+    {
         let test = try await kind.make()
         let store = test.store
         let state = SerializedEvent(typeName: "cart", version: 1, payload: Array("[]".utf8))
@@ -59,7 +60,7 @@ struct Cart: DurableStateActor {
         await test.close()
     }
 
-    @Test(arguments: StoreKind.allCases) func aSecondIncarnationFencesTheFirst(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.available) func aSecondIncarnationFencesTheFirst(kind: StoreKind) async throws {
         try await withDurableRig(kind) { system, journal, store async throws in
             let first = system.spawn(persistent: Cart(persistenceID: "cart-3"), journal: journal)
             #expect(try await first.ask { .add("a", $0) } == 1)

@@ -12,6 +12,8 @@ struct PersistenceRow {
         case p99AtMost(Duration)
         /// At most `factor` × the named row's time per event (or at least 1/factor of its rate).
         case rateWithin(Double, of: String)
+        /// No operation failed (or timed out).
+        case noFailures
     }
 
     let name: String
@@ -20,6 +22,8 @@ struct PersistenceRow {
     var seconds: Double
     var p50: Duration?
     var p99: Duration?
+    /// Operations that failed or timed out, where the row counts them.
+    var failures: Int?
     var targets: [Target] = []
 
     var rate: Double { Double(events) / seconds }
@@ -47,6 +51,8 @@ func printPersistenceReport(_ rows: [PersistenceRow]) -> Bool {
                 verdicts.append(("≥ \(grouped(Int(rate)))/s", row.rate >= rate))
             case .p99AtMost(let limit):
                 verdicts.append(("p99 ≤ \(format(limit))", (row.p99 ?? .seconds(1_000)) <= limit))
+            case .noFailures:
+                verdicts.append(("0 failed (\(row.failures ?? 0))", (row.failures ?? 0) == 0))
             case .rateWithin(let factor, let name):
                 guard let other = rows.first(where: { $0.name == name }) else { continue }
                 let ratio = other.rate / row.rate

@@ -35,6 +35,28 @@ struct Ledger: EventSourcedActor {
     func apply(_ event: Event, to state: inout Int64) { state += 1 }
 }
 
+/// The ledger with a snapshot after every 5 events (the state is the count, as text).
+struct SnapshottedLedger: EventSourcedActor {
+    typealias Command = Ledger.Command
+    typealias Event = Ledger.Event
+    let persistenceID: PersistenceID
+    var emptyState: Int64 { 0 }
+    static var eventCodec: PersistenceCodec<Event> { Ledger.eventCodec }
+    static var snapshots: SnapshotPolicy<Int64> { .every(5, keep: 1, codec: countCodec) }
+    static let countCodec = PersistenceCodec<Int64>(
+        typeName: "count", encode: { Array(String($0).utf8) },
+        decode: { Int64(String(decoding: $0, as: UTF8.self)) ?? -1 })
+
+    func handle(_ command: Command, state: Int64, context: EventSourcedContext<Self>) -> Effect<Self> {
+        switch command {
+        case .append(let bytes, let reply): .persist(Event(bytes: bytes)).thenReply(reply) { $0 }
+        case .count(let reply): .reply(reply, state)
+        }
+    }
+
+    func apply(_ event: Event, to state: inout Int64) { state += 1 }
+}
+
 let eventBytes = [UInt8](repeating: 0x61, count: 100)
 
 /// A system, an SQLite store and its journal for one run.
@@ -269,6 +291,62 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
     rows.append(
         try await bestOf(options.runs) { try await rawInserts(options, events: actors * perActor, batch: batchSize) })
     return rows
+}
+
+/// `actors` actors, each with 6 events and a snapshot after the 5th, all spawned at once and
+/// asked once (10 s timeout): the time until the last answer, and how many timed out.
+func restartStorm(_ options: PersistenceBenchOptions, actors: Int) async throws -> PersistenceRow {
+    let rig = try await Rig.open(options, "storm")
+    // The history, written straight through the store: 6 events and a snapshot per actor.
+    let event = SerializedEvent(typeName: "blob", version: 1, payload: eventBytes)
+    let snapshot = try SnapshottedLedger.countCodec.encode(5)
+    for start in stride(from: 0, to: actors, by: 1_000) {
+        let ids = (start..<min(start + 1_000, actors)).map { PersistenceID("storm-\($0)") }
+        _ = try await rig.store.commit(ids.map { .claimWriter($0) })
+        _ = try await rig.store.commit(
+            ids.flatMap { id -> [JournalOperation] in
+                [
+                    .append(
+                        EventAppend(
+                            persistenceID: id, epoch: WriterEpoch(1), firstSequenceNumber: 1,
+                            events: Array(repeating: event, count: 6))),
+                    .saveSnapshot(
+                        SnapshotWrite(
+                            persistenceID: id, epoch: WriterEpoch(1),
+                            snapshot: SerializedSnapshot(sequenceNumber: 5, state: snapshot),
+                            keep: 1)),
+                ]
+            })
+    }
+    let countdown = Countdown(actors)
+    let timedOut = Atomic<Int>(0)
+    let wrong = Atomic<Int>(0)
+    let start = now()
+    for index in 0..<actors {
+        let ledger = rig.system.spawn(
+            persistent: SnapshottedLedger(persistenceID: PersistenceID("storm-\(index)")), journal: rig.journal)
+        ledger.actorRef.ask(timeout: .seconds(10), { .command(.count($0)) }) { result in
+            switch result {
+            case .success(let count): if count != 6 { wrong.add(1, ordering: .relaxed) }
+            case .failure: timedOut.add(1, ordering: .relaxed)
+            }
+            countdown.arrive()
+        }
+    }
+    await countdown.wait()
+    let elapsed = seconds(since: start)
+    let statistics = rig.journal.statistics
+    precondition(wrong.load(ordering: .relaxed) == 0, "recovered actors counted wrong")
+    try await rig.close()
+    let failed = timedOut.load(ordering: .relaxed)
+    return PersistenceRow(
+        name: "\(grouped(actors)) actors restarted from snapshots",
+        note:
+            "\(grouped(actors)) actors spawned at once, each with a snapshot after event 5 and one event after it, each asked "
+            + "once with a 10 s timeout: rate is actors recovered per second; \(failed) timed out; the recovery gate's limit "
+            + "ended at \(statistics.recoveryLimit)",
+        events: actors, seconds: elapsed, failures: failed,
+        targets: options.quick ? [.noFailures] : [.rateAtLeast(20_000), .noFailures])
 }
 
 /// SQLiteNIO alone: the same rows, in transactions of `batch` events, as fast as it goes.

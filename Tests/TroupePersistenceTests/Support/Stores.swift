@@ -4,14 +4,24 @@
 import Troupe
 import TroupePersistence
 import TroupeTestSupport
+import TroupePersistencePostgres
 import TroupePersistenceSQLite
+import PostgresNIO
+import Logging
+import Testing
 
-/// Every behaviour is tested on each store.
+/// Every behaviour is tested on each store: PostgreSQL when a server is configured
+/// (`scripts/postgres.sh start` prints the environment; CI sets TROUPE_REQUIRE_POSTGRES=1, and
+/// then a missing server is a failure, not a skip).
 enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
     case memory
     case sqlite
+    case postgres
 
     var description: String { rawValue }
+
+    /// The stores this run tests.
+    static var available: [StoreKind] { PostgresTestServer.configured == nil ? [.memory, .sqlite] : allCases }
 
     /// A fresh, empty store, and what to call when done with it.
     func make() async throws -> TestStore {
@@ -21,6 +31,11 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible, Sendable {
             let directory = makeTemporaryDirectory()
             let store = try await SQLiteStore.open(path: directory + "/events.sqlite", synchronous: .normal)
             return TestStore(store: store, directory: directory)
+        case .postgres:
+            guard let server = PostgresTestServer.configured else { throw PostgresTestServer.NotConfigured() }
+            let database = try await server.createDatabase()
+            let store = try await PostgresStore.connect(server.configuration(database: database))
+            return TestStore(store: store, directory: nil, postgresDatabase: (server, database))
         }
     }
 }
@@ -29,10 +44,65 @@ struct TestStore: Sendable {
     let store: any PersistenceStore
     /// The SQLite store's directory (removed by `close`).
     let directory: String?
+    /// The PostgreSQL store's database of its own (dropped by `close`).
+    var postgresDatabase: (server: PostgresTestServer, name: String)? = nil
 
     func close() async {
         if let sqlite = store as? SQLiteStore { try? await sqlite.close() }
+        if let postgres = store as? PostgresStore { postgres.close() }
         if let directory { removeDirectory(directory) }
+        if let (server, name) = postgresDatabase { try? await server.dropDatabase(name) }
+    }
+}
+
+/// The PostgreSQL server the environment names (TROUPE_POSTGRES_HOST, _PORT, _USER,
+/// _PASSWORD, _DATABASE). Each test store gets a database of its own, dropped afterwards.
+struct PostgresTestServer: Sendable {
+    struct NotConfigured: Error, CustomStringConvertible {
+        var description: String {
+            "no PostgreSQL server configured: run scripts/postgres.sh start and export what it prints"
+        }
+    }
+
+    let host: String
+    let port: Int
+    let user: String
+    let password: String?
+    let database: String
+
+    static var configured: PostgresTestServer? {
+        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        guard let host = variable("TROUPE_POSTGRES_HOST") else { return nil }
+        return PostgresTestServer(
+            host: host, port: variable("TROUPE_POSTGRES_PORT").flatMap(Int.init) ?? 5432,
+            user: variable("TROUPE_POSTGRES_USER") ?? "postgres", password: variable("TROUPE_POSTGRES_PASSWORD"),
+            database: variable("TROUPE_POSTGRES_DATABASE") ?? "postgres")
+    }
+
+    func configuration(database: String) -> PostgresClient.Configuration {
+        PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: .disable)
+    }
+
+    /// Runs `sql` on the server's own database (for CREATE and DROP DATABASE).
+    func administer(_ sql: String) async throws {
+        let client = PostgresClient(
+            configuration: configuration(database: database), backgroundLogger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            try await client.query(PostgresQuery(unsafeSQL: sql))
+            group.cancelAll()
+        }
+    }
+
+    func createDatabase() async throws -> String {
+        let name = "troupe_test_\(UInt64.random(in: 0...UInt64.max))"
+        try await administer("CREATE DATABASE \(name)")
+        return name
+    }
+
+    func dropDatabase(_ name: String) async throws {
+        try await administer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
     }
 }
 

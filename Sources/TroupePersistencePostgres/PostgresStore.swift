@@ -1,0 +1,463 @@
+import Logging
+import NIOCore
+import PostgresNIO
+import TroupePersistence
+
+/// A ``PersistenceStore`` on PostgreSQL, through postgres-nio's `PostgresClient`: state that
+/// outlives the machine and is shared by every node that connects.
+///
+/// A ``Journal``'s batch of appends is one statement (`INSERT … SELECT FROM unnest(…)`, arrays
+/// bound as parameters), so one round trip and one commit. A trigger on the events table refuses,
+/// inside that insert, an event whose writer epoch is not the identity's current one (it reads
+/// the writer row `FOR SHARE`, so a claim and an append on the same identity serialize) and an
+/// event that does not follow its predecessor; the primary key `(persistence_id, sequence_nr)`
+/// refuses a duplicate. Tables are prefixed `troupe_` and created or migrated at connect, under
+/// an advisory lock so that nodes starting together do not race.
+public final class PostgresStore: PersistenceStore {
+    /// What a commit waits for (PostgreSQL's `synchronous_commit`, set on this store's
+    /// connections only).
+    public enum SynchronousCommit: String, Sendable, CaseIterable {
+        /// The default: a commit returns once its WAL is flushed on the server. A committed
+        /// batch survives a crash of the server or of its machine.
+        case on
+        /// A commit returns before its WAL is flushed: a crash of the server (not of this
+        /// process) can lose the batches acknowledged in the last few hundred milliseconds
+        /// (three times `wal_writer_delay`); never half a batch, and the database stays
+        /// consistent.
+        case off
+    }
+
+    /// The schema version this build creates and reads.
+    public static let schemaVersion = 1
+
+    let client: PostgresClient
+    private let runner: Task<Void, Never>
+    let logger: Logger
+
+    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger) {
+        self.client = client
+        self.runner = runner
+        self.logger = logger
+    }
+
+    /// Connects with `configuration` (host, port, user, password, database, TLS), creates or
+    /// migrates the tables, and returns the store. Throws ``PostgresStoreError`` when the
+    /// server cannot be reached or its schema is newer than this build's.
+    public static func connect(
+        _ configuration: PostgresClient.Configuration, synchronousCommit: SynchronousCommit = .on,
+        logger: Logger = Logger(label: "troupe.persistence.postgres")
+    ) async throws -> PostgresStore {
+        var configuration = configuration
+        configuration.options.additionalStartupParameters.append(("synchronous_commit", synchronousCommit.rawValue))
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        let store = PostgresStore(client: client, runner: runner, logger: logger)
+        do {
+            try await store.migrate()
+        } catch {
+            runner.cancel()
+            if let storeError = error as? PostgresStoreError { throw storeError }
+            throw PostgresStoreError.cannotConnect(reason: String(reflecting: error))
+        }
+        return store
+    }
+
+    /// Closes the connections; the store cannot be used afterwards.
+    public func close() {
+        runner.cancel()
+    }
+
+    deinit { runner.cancel() }
+
+    private func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // One migrator at a time across nodes; released at commit.
+            try await connection.query("SELECT pg_advisory_xact_lock(7146893001)", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS troupe_schema (version INT NOT NULL)", logger: logger)
+            var version = 0
+            for try await (stored) in try await connection.query("SELECT version FROM troupe_schema", logger: logger)
+                .decode(Int.self)
+            {
+                version = stored
+            }
+            if version > Self.schemaVersion {
+                throw PostgresStoreError.schemaTooNew(found: version, supported: Self.schemaVersion)
+            }
+            if version < 1 {
+                for statement in Self.schemaVersion1 {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
+        }
+    }
+
+    static let schemaVersion1 = [
+        """
+        CREATE TABLE troupe_events (
+            ordering BIGSERIAL NOT NULL, persistence_id TEXT NOT NULL, sequence_nr BIGINT NOT NULL,
+            writer_epoch BIGINT NOT NULL, type_name TEXT NOT NULL, type_version INT NOT NULL, payload BYTEA NOT NULL,
+            written_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (persistence_id, sequence_nr))
+        """,
+        "CREATE TABLE troupe_writers (persistence_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL)",
+        """
+        CREATE TABLE troupe_snapshots (
+            persistence_id TEXT NOT NULL, sequence_nr BIGINT NOT NULL, type_name TEXT NOT NULL, type_version INT NOT NULL,
+            payload BYTEA NOT NULL, written_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (persistence_id, sequence_nr))
+        """,
+        """
+        CREATE TABLE troupe_states (
+            persistence_id TEXT PRIMARY KEY, revision BIGINT NOT NULL, type_name TEXT NOT NULL, type_version INT NOT NULL,
+            payload BYTEA NOT NULL, written_at TIMESTAMPTZ NOT NULL DEFAULT now())
+        """,
+        """
+        CREATE FUNCTION troupe_check_event() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.writer_epoch IS DISTINCT FROM
+                (SELECT epoch FROM troupe_writers WHERE persistence_id = NEW.persistence_id FOR SHARE) THEN
+                RAISE EXCEPTION 'troupe: stale writer epoch' USING ERRCODE = 'TRP01';
+            END IF;
+            IF NEW.sequence_nr > 1 AND NOT EXISTS (SELECT 1 FROM troupe_events
+                WHERE persistence_id = NEW.persistence_id AND sequence_nr = NEW.sequence_nr - 1) THEN
+                RAISE EXCEPTION 'troupe: sequence gap' USING ERRCODE = 'TRP02';
+            END IF;
+            RETURN NEW;
+        END $$
+        """,
+        """
+        CREATE TRIGGER troupe_events_check BEFORE INSERT ON troupe_events
+        FOR EACH ROW EXECUTE FUNCTION troupe_check_event()
+        """,
+        "DELETE FROM troupe_schema",
+        "INSERT INTO troupe_schema (version) VALUES (1)",
+    ]
+
+    // MARK: Writing
+
+    /// A batch of appends only (the usual one) is one INSERT, its own transaction; if it is
+    /// refused, each append is retried alone to find which one was. A batch that mixes kinds
+    /// of operation runs in one transaction, each refused append rolled back to a savepoint.
+    public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
+        if operations.isEmpty { return [] }
+        let runs = Self.runs(of: operations)
+        if runs.count == 1 {
+            return try await client.withConnection { connection in
+                try await self.apply(runs[0], of: operations, on: connection, inTransaction: false)
+            }
+        }
+        return try await client.withTransaction(logger: logger) { connection in
+            var outcomes: [JournalOutcome] = []
+            for run in runs {
+                outcomes += try await self.apply(run, of: operations, on: connection, inTransaction: true)
+            }
+            return outcomes
+        }
+    }
+
+    /// Consecutive operations of one kind (appends, claims, or one snapshot or state save).
+    static func runs(of operations: [JournalOperation]) -> [Range<Int>] {
+        func kind(_ operation: JournalOperation) -> Int {
+            switch operation {
+            case .append: 0
+            case .claimWriter: 1
+            case .saveSnapshot, .saveState: 2
+            }
+        }
+        var runs: [Range<Int>] = []
+        var start = 0
+        for index in operations.indices.dropFirst()
+        where kind(operations[index]) != kind(operations[start]) || kind(operations[index]) == 2 {
+            runs.append(start..<index)
+            start = index
+        }
+        runs.append(start..<operations.count)
+        return runs
+    }
+
+    private func apply(
+        _ run: Range<Int>, of operations: [JournalOperation], on connection: PostgresConnection, inTransaction: Bool
+    ) async throws -> [JournalOutcome] {
+        switch operations[run.lowerBound] {
+        case .append:
+            let appends = operations[run].map { operation -> EventAppend in
+                guard case .append(let append) = operation else { preconditionFailure("a run mixes kinds") }
+                return append
+            }
+            return try await append(appends, on: connection, inTransaction: inTransaction)
+        case .claimWriter: return try await claim(operations[run].map(\.persistenceID), on: connection)
+        case .saveSnapshot(let write): return [try await saveSnapshot(write, on: connection)]
+        case .saveState(let write): return [try await saveState(write, on: connection)]
+        }
+    }
+
+    private func append(
+        _ appends: [EventAppend], on connection: PostgresConnection, inTransaction: Bool
+    ) async throws
+        -> [JournalOutcome]
+    {
+        do {
+            try await guarded(on: connection, inTransaction: inTransaction) {
+                try await self.insert(appends, on: connection)
+            }
+            return Array(repeating: .written, count: appends.count)
+        } catch let error as PSQLError where Self.isRefusal(error) {
+            // Some append was refused: find which, one at a time (the others are stored).
+        }
+        var outcomes: [JournalOutcome] = []
+        for append in appends {
+            do {
+                try await guarded(on: connection, inTransaction: inTransaction) {
+                    try await self.insert([append], on: connection)
+                }
+                outcomes.append(.written)
+            } catch let error as PSQLError where Self.isRefusal(error) {
+                outcomes.append(try await refusal(of: append, on: connection))
+            }
+        }
+        return outcomes
+    }
+
+    /// Runs `body`; inside a transaction, behind a savepoint so that a refused statement does
+    /// not abort the whole transaction.
+    private func guarded(
+        on connection: PostgresConnection, inTransaction: Bool, _ body: () async throws -> Void
+    )
+        async throws
+    {
+        guard inTransaction else { return try await body() }
+        try await connection.query("SAVEPOINT troupe_append", logger: logger)
+        do {
+            try await body()
+            try await connection.query("RELEASE SAVEPOINT troupe_append", logger: logger)
+        } catch {
+            try await connection.query("ROLLBACK TO SAVEPOINT troupe_append", logger: logger)
+            throw error
+        }
+    }
+
+    private func insert(_ appends: [EventAppend], on connection: PostgresConnection) async throws {
+        var ids: [String] = []
+        var numbers: [Int64] = []
+        var epochs: [Int64] = []
+        var types: [String] = []
+        var versions: [Int32] = []
+        var payloads: [ByteBuffer] = []
+        for append in appends {
+            for (offset, event) in append.events.enumerated() {
+                ids.append(append.persistenceID.rawValue)
+                numbers.append(append.firstSequenceNumber + Int64(offset))
+                epochs.append(append.epoch.value)
+                types.append(event.typeName)
+                versions.append(Int32(event.version))
+                payloads.append(ByteBuffer(bytes: event.payload))
+            }
+        }
+        try await connection.query(
+            """
+            INSERT INTO troupe_events (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload)
+            SELECT * FROM unnest(\(ids)::text[], \(numbers)::int8[], \(epochs)::int8[], \(types)::text[],
+                \(versions)::int4[], \(payloads)::bytea[])
+            """, logger: logger)
+    }
+
+    /// The trigger's refusals and the primary key's.
+    static func isRefusal(_ error: PSQLError) -> Bool {
+        guard let state = error.serverInfo?[.sqlState] else { return false }
+        return state == "TRP01" || state == "TRP02" || state == "23505"
+    }
+
+    /// Why the database refused `append`.
+    private func refusal(of append: EventAppend, on connection: PostgresConnection) async throws -> JournalOutcome {
+        let epoch = try await currentEpoch(of: append.persistenceID, on: connection)
+        if epoch != append.epoch.value { return .fenced(current: WriterEpoch(epoch)) }
+        var last: Int64 = 0
+        for try await value in try await connection.query(
+            "SELECT coalesce(max(sequence_nr), 0) FROM troupe_events WHERE persistence_id = \(append.persistenceID.rawValue)",
+            logger: logger
+        ).decode(Int64.self) {
+            last = value
+        }
+        return .sequenceConflict(expected: last + 1)
+    }
+
+    private func currentEpoch(of id: PersistenceID, on connection: PostgresConnection) async throws -> Int64 {
+        var epoch: Int64 = 0
+        for try await value in try await connection.query(
+            "SELECT epoch FROM troupe_writers WHERE persistence_id = \(id.rawValue)", logger: logger
+        ).decode(Int64.self) {
+            epoch = value
+        }
+        return epoch
+    }
+
+    /// Raises each identity's epoch, one upsert per round of distinct identities.
+    private func claim(_ ids: [PersistenceID], on connection: PostgresConnection) async throws -> [JournalOutcome] {
+        var outcomes = [JournalOutcome?](repeating: nil, count: ids.count)
+        var remaining = Array(ids.indices)
+        while !remaining.isEmpty {
+            // An upsert may change a row once per statement.
+            var seen = Set<PersistenceID>()
+            let round = remaining.filter { seen.insert(ids[$0]).inserted }
+            let roundSet = Set(round)
+            remaining.removeAll { roundSet.contains($0) }
+            let names = round.map { ids[$0].rawValue }
+            var epochs: [String: Int64] = [:]
+            for try await (id, epoch) in try await connection.query(
+                """
+                INSERT INTO troupe_writers (persistence_id, epoch) SELECT unnest(\(names)::text[]), 1
+                ON CONFLICT (persistence_id) DO UPDATE SET epoch = troupe_writers.epoch + 1
+                RETURNING persistence_id, epoch
+                """, logger: logger
+            ).decode((String, Int64).self) {
+                epochs[id] = epoch
+            }
+            var lasts: [String: Int64] = [:]
+            for try await (id, last) in try await connection.query(
+                """
+                SELECT persistence_id, max(sequence_nr) FROM (
+                    SELECT persistence_id, sequence_nr FROM troupe_events WHERE persistence_id = ANY(\(names)::text[])
+                    UNION ALL
+                    SELECT persistence_id, sequence_nr FROM troupe_snapshots WHERE persistence_id = ANY(\(names)::text[])
+                ) AS stored GROUP BY persistence_id
+                """, logger: logger
+            ).decode((String, Int64).self) {
+                lasts[id] = last
+            }
+            for index in round {
+                guard let epoch = epochs[ids[index].rawValue] else { throw PostgresStoreError.malformedRow("epoch") }
+                outcomes[index] = .claimed(WriterEpoch(epoch), lastSequenceNumber: lasts[ids[index].rawValue] ?? 0)
+            }
+        }
+        return outcomes.map { $0! }
+    }
+
+    private func saveSnapshot(_ write: SnapshotWrite, on connection: PostgresConnection) async throws -> JournalOutcome
+    {
+        let epoch = try await currentEpoch(of: write.persistenceID, on: connection)
+        guard epoch == write.epoch.value else { return .fenced(current: WriterEpoch(epoch)) }
+        let id = write.persistenceID.rawValue
+        let state = write.snapshot.state
+        try await connection.query(
+            """
+            INSERT INTO troupe_snapshots (persistence_id, sequence_nr, type_name, type_version, payload)
+            VALUES (\(id), \(write.snapshot.sequenceNumber), \(state.typeName), \(Int32(state.version)), \(ByteBuffer(bytes: state.payload)))
+            ON CONFLICT (persistence_id, sequence_nr) DO UPDATE SET payload = excluded.payload,
+                type_name = excluded.type_name, type_version = excluded.type_version
+            """, logger: logger)
+        try await connection.query(
+            """
+            DELETE FROM troupe_snapshots WHERE persistence_id = \(id) AND sequence_nr NOT IN
+            (SELECT sequence_nr FROM troupe_snapshots WHERE persistence_id = \(id) ORDER BY sequence_nr DESC LIMIT \(write.keep))
+            """, logger: logger)
+        return .written
+    }
+
+    private func saveState(_ write: StateWrite, on connection: PostgresConnection) async throws -> JournalOutcome {
+        let epoch = try await currentEpoch(of: write.persistenceID, on: connection)
+        guard epoch == write.epoch.value else { return .fenced(current: WriterEpoch(epoch)) }
+        let id = write.persistenceID.rawValue
+        let state = write.state
+        // Compare-and-set in one statement: the first save inserts (nothing if a row exists),
+        // a later one updates only over the expected revision.
+        let payload = ByteBuffer(bytes: state.payload)
+        let next = write.expectedRevision + 1
+        let version = Int32(state.version)
+        let query: PostgresQuery =
+            write.expectedRevision == 0
+            ? """
+            INSERT INTO troupe_states (persistence_id, revision, type_name, type_version, payload)
+            VALUES (\(id), \(next), \(state.typeName), \(version), \(payload))
+            ON CONFLICT (persistence_id) DO NOTHING RETURNING revision
+            """
+            : """
+            UPDATE troupe_states SET revision = \(next), type_name = \(state.typeName), type_version = \(version),
+                payload = \(payload), written_at = now()
+            WHERE persistence_id = \(id) AND revision = \(write.expectedRevision) RETURNING revision
+            """
+        var written = false
+        for try await _ in try await connection.query(query, logger: logger).decode(Int64.self) { written = true }
+        if written { return .written }
+        var current: Int64 = 0
+        for try await revision in try await connection.query(
+            "SELECT revision FROM troupe_states WHERE persistence_id = \(id)", logger: logger
+        ).decode(Int64.self) {
+            current = revision
+        }
+        return .revisionConflict(current: current)
+    }
+
+    // MARK: Reading
+
+    public func history(of id: PersistenceID) async throws -> StoredHistory {
+        let name = id.rawValue
+        var snapshot: SerializedSnapshot?
+        for try await (number, type, version, payload) in try await client.query(
+            """
+            SELECT sequence_nr, type_name, type_version, payload FROM troupe_snapshots
+            WHERE persistence_id = \(name) ORDER BY sequence_nr DESC LIMIT 1
+            """, logger: logger
+        ).decode((Int64, String, Int32, ByteBuffer).self) {
+            snapshot = SerializedSnapshot(
+                sequenceNumber: number,
+                state: SerializedEvent(typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
+            )
+        }
+        var events: [StoredEvent] = []
+        for try await (number, type, version, payload) in try await client.query(
+            """
+            SELECT sequence_nr, type_name, type_version, payload FROM troupe_events
+            WHERE persistence_id = \(name) AND sequence_nr > \(snapshot?.sequenceNumber ?? 0) ORDER BY sequence_nr
+            """, logger: logger
+        ).decode((Int64, String, Int32, ByteBuffer).self) {
+            events.append(
+                StoredEvent(
+                    persistenceID: id, sequenceNumber: number,
+                    event: SerializedEvent(
+                        typeName: type, version: Int(version), payload: Array(payload.readableBytesView))))
+        }
+        return StoredHistory(snapshot: snapshot, events: events)
+    }
+
+    public func durableState(of id: PersistenceID) async throws -> StoredState? {
+        var state: StoredState?
+        for try await (revision, type, version, payload) in try await client.query(
+            "SELECT revision, type_name, type_version, payload FROM troupe_states WHERE persistence_id = \(id.rawValue)",
+            logger: logger
+        ).decode((Int64, String, Int32, ByteBuffer).self) {
+            state = StoredState(
+                revision: revision,
+                state: SerializedEvent(typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
+            )
+        }
+        return state
+    }
+
+    public func storedEventVersions() async throws -> Set<StoredTypeVersion> {
+        var versions: Set<StoredTypeVersion> = []
+        for try await (type, version) in try await client.query(
+            "SELECT DISTINCT type_name, type_version FROM troupe_events", logger: logger
+        ).decode((String, Int32).self) {
+            versions.insert(StoredTypeVersion(typeName: type, version: Int(version)))
+        }
+        return versions
+    }
+}
+
+/// Why a PostgreSQL store could not connect or read.
+public enum PostgresStoreError: Error, Sendable, CustomStringConvertible {
+    /// The server could not be reached, or refused the login, or the schema could not be made.
+    case cannotConnect(reason: String)
+    /// The tables were written by a newer version of the store.
+    case schemaTooNew(found: Int, supported: Int)
+    /// A stored row lacks a column or holds the wrong type.
+    case malformedRow(String)
+
+    public var description: String {
+        switch self {
+        case .cannotConnect(let reason): "cannot use the PostgreSQL database as an event store: \(reason)"
+        case .schemaTooNew(let found, let supported):
+            "the database has schema version \(found); this build reads up to \(supported) (upgrade Troupe)"
+        case .malformedRow(let column): "a stored row has no valid \(column)"
+        }
+    }
+}
