@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         // The persistence rows' raw SQLite baseline.
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        // The persistence rows' raw PostgreSQL baseline.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // The TLS rows' raw NIO TLS baseline.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
@@ -35,6 +37,8 @@ let package = Package(
                 .product(name: "TroupePersistence", package: "Troupe"),
                 .product(name: "TroupePersistenceSQLite", package: "Troupe"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "TroupePersistencePostgres", package: "Troupe"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

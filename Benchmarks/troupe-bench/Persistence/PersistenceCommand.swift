@@ -26,6 +26,12 @@ struct PersistenceBench: ParsableCommand {
     @Option(help: "SQLite synchronous mode: NORMAL (default), FULL or OFF.")
     var synchronous = "NORMAL"
 
+    @Option(
+        help: ArgumentHelp(
+            "The store: sqlite (default) or postgres (the server TROUPE_POSTGRES_HOST, _PORT, _USER, _PASSWORD, "
+                + "_DATABASE name, as scripts/postgres.sh start prints; each run gets a database of its own)."))
+    var store = "sqlite"
+
     @Option(help: "Best of this many runs per row (default 3; 1 with --quick).")
     var runs: Int?
 
@@ -34,6 +40,12 @@ struct PersistenceBench: ParsableCommand {
             throw ValidationError("--synchronous takes NORMAL, FULL or OFF, got \(synchronous)")
         }
         if let runs, runs < 1 { throw ValidationError("--runs needs a positive integer, got \(runs)") }
+        guard ["sqlite", "postgres"].contains(store) else {
+            throw ValidationError("--store takes sqlite or postgres, got \(store)")
+        }
+        if store == "postgres" && ProcessInfo.processInfo.environment["TROUPE_POSTGRES_HOST"] == nil {
+            throw ValidationError("--store postgres needs TROUPE_POSTGRES_HOST (eval \"$(scripts/postgres.sh start)\")")
+        }
     }
 
     func run() throws {
@@ -55,11 +67,18 @@ struct PersistenceBench: ParsableCommand {
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         defer { if directory == nil { try? FileManager.default.removeItem(atPath: base) } }
         let options = PersistenceBenchOptions(
-            quick: quick, runs: runs ?? (quick ? 1 : 3), directory: base, synchronous: synchronous.uppercased())
-        print("# troupe-bench persistence\(quick ? " --quick" : "")")
-        print(
-            "Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. SQLite in WAL mode, synchronous=\(options.synchronous), "
-                + "files under \(base).")
+            quick: quick, runs: runs ?? (quick ? 1 : 3), directory: base, synchronous: synchronous.uppercased(),
+            postgres: store == "postgres" ? PostgresBenchServer.fromEnvironment() : nil)
+        print("# troupe-bench persistence --store \(store)\(quick ? " --quick" : "")")
+        if let server = options.postgres {
+            print(
+                "Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. PostgreSQL at \(server.host):\(server.port), "
+                    + "synchronous_commit=on, a fresh database per run, on the same host.")
+        } else {
+            print(
+                "Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. SQLite in WAL mode, "
+                    + "synchronous=\(options.synchronous), files under \(base).")
+        }
         return try await persistenceRows(options)
     }
 }
@@ -69,6 +88,8 @@ struct PersistenceBenchOptions {
     var runs: Int
     var directory: String
     var synchronous: String
+    /// The PostgreSQL server, when the rows run on PostgreSQL.
+    var postgres: PostgresBenchServer?
 
     /// A fresh database path for one run of one row.
     func path(_ name: String) -> String {

@@ -5,10 +5,13 @@ import Foundation
 import Histogram
 import NIOCore
 import NIOPosix
+import Logging
+import PostgresNIO
 import SQLiteNIO
 import Synchronization
 import Troupe
 import TroupePersistence
+import TroupePersistencePostgres
 import TroupePersistenceSQLite
 
 /// The benchmark's durable actor: appends 100-byte events and counts them.
@@ -59,23 +62,86 @@ struct SnapshottedLedger: EventSourcedActor {
 
 let eventBytes = [UInt8](repeating: 0x61, count: 100)
 
-/// A system, an SQLite store and its journal for one run.
+/// A system, a store (SQLite, or PostgreSQL in a database of its own) and its journal for one run.
 struct Rig {
     let system: ActorSystem
-    let store: SQLiteStore
+    let store: any PersistenceStore
     let journal: Journal
+    let closeStore: @Sendable () async throws -> Void
 
     static func open(_ options: PersistenceBenchOptions, _ name: String) async throws -> Rig {
+        let system = ActorSystem(configuration: .init(name: "bench"))
+        if let server = options.postgres {
+            let database = try await server.createDatabase()
+            let store = try await PostgresStore.connect(server.configuration(database: database))
+            return Rig(system: system, store: store, journal: Journal(store: store)) {
+                store.close()
+                try await server.dropDatabase(database)
+            }
+        }
         let synchronous = SQLiteStore.Synchronous(rawValue: options.synchronous) ?? .normal
         let store = try await SQLiteStore.open(path: options.path(name), synchronous: synchronous)
-        return Rig(
-            system: ActorSystem(configuration: .init(name: "bench")), store: store, journal: Journal(store: store))
+        return Rig(system: system, store: store, journal: Journal(store: store)) { try await store.close() }
     }
 
     func close() async throws {
         await system.shutdown()
         await journal.shutdown()
-        try await store.close()
+        try await closeStore()
+    }
+}
+
+/// The PostgreSQL server the environment names (as scripts/postgres.sh start prints it).
+struct PostgresBenchServer: Sendable {
+    let host: String
+    let port: Int
+    let user: String
+    let password: String?
+    let database: String
+
+    static func fromEnvironment() -> PostgresBenchServer? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let host = environment["TROUPE_POSTGRES_HOST"] else { return nil }
+        return PostgresBenchServer(
+            host: host, port: environment["TROUPE_POSTGRES_PORT"].flatMap { Int($0) } ?? 5432,
+            user: environment["TROUPE_POSTGRES_USER"] ?? "postgres", password: environment["TROUPE_POSTGRES_PASSWORD"],
+            database: environment["TROUPE_POSTGRES_DATABASE"] ?? "postgres")
+    }
+
+    func configuration(database: String) -> PostgresClient.Configuration {
+        PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: .disable)
+    }
+
+    /// Runs `body` with a client on `database` (for administration and the raw baseline).
+    func withClient<T: Sendable>(
+        database: String, _ body: @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        let client = PostgresClient(
+            configuration: configuration(database: database), backgroundLogger: Logger(label: "bench"))
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            let result = try await body(client)
+            group.cancelAll()
+            return result
+        }
+    }
+
+    func createDatabase() async throws -> String {
+        let name = "troupe_bench_\(UInt64.random(in: 0...UInt64.max))"
+        try await withClient(database: database) {
+            try await $0.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        }
+        return name
+    }
+
+    func dropDatabase(_ name: String) async throws {
+        try await withClient(database: database) {
+            try await $0.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
+        }
     }
 }
 
@@ -136,6 +202,11 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
     let perActor = options.quick ? 5 : 20
     var rows: [PersistenceRow] = []
     let full = !options.quick
+    let postgres = options.postgres != nil
+    // The issue's targets: SQLite ≥ 250 k events/s with p99 ≤ 2 ms; PostgreSQL ≥ 60 k, p99 ≤ 5 ms.
+    let targetRate: Double = postgres ? 60_000 : 250_000
+    let targetP99: Duration = postgres ? .milliseconds(5) : .milliseconds(2)
+    let rawName = postgres ? "raw postgres-nio, same batches" : "raw SQLiteNIO, same batches"
 
     rows.append(
         try await bestOf(options.runs) {
@@ -155,7 +226,7 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
                 name: "persist \(grouped(single)), one actor, awaited",
                 note: "one actor; each 100-byte event's ask awaited before the next is sent (a commit per event)",
                 events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full ? [.totalAtMost(.milliseconds(500))] : [])
+                targets: full && !postgres ? [.totalAtMost(.milliseconds(500))] : [])
         })
 
     rows.append(
@@ -183,7 +254,7 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
                     "one actor; all asks sent at once, each answered when its event is stored (events wait in the stash "
                     + "while the previous write is in flight, then go one write per stash drain)",
                 events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full ? [.totalAtMost(.milliseconds(50))] : [])
+                targets: full && !postgres ? [.totalAtMost(.milliseconds(50))] : [])
         })
 
     var batchSize = 1
@@ -221,7 +292,7 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
                     + "\(perActor) each); latency is send to reply, so with \(grouped(actors)) in flight it is "
                     + "\(grouped(actors)) ÷ the rate by Little's law; group commit averaged \(batchSize) events per batch",
                 events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full ? [.rateAtLeast(250_000), .rateWithin(1.3, of: "raw SQLiteNIO, same batches")] : [])
+                targets: full ? [.rateAtLeast(targetRate), .rateWithin(1.3, of: rawName)] : [])
         })
 
     rows.append(
@@ -231,9 +302,9 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
                 rig.system.spawn(persistent: Ledger(persistenceID: PersistenceID("ledger-\($0)")), journal: rig.journal)
             }
             for ledger in ledgers { _ = try await ledger.ask { .count($0) } }
-            // Offered load: 250,000 events/s (the target), 250 every millisecond for a second.
+            // Offered load: the target rate, spread over every millisecond for a second.
             let ticks = options.quick ? 100 : 1_000
-            let perTick = 250
+            let perTick = Int(targetRate) / 1_000
             let total = ticks * perTick
             let countdown = Countdown(total)
             let latencies = Latencies()
@@ -257,11 +328,11 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
             precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
             try await rig.close()
             return PersistenceRow(
-                name: "\(grouped(actors)) actors, 250 k events/s offered",
-                note: "open loop: 250 appends every millisecond, round robin over \(grouped(actors)) actors; "
+                name: "\(grouped(actors)) actors, \(grouped(Int(targetRate))) events/s offered",
+                note: "open loop: \(perTick) appends every millisecond, round robin over \(grouped(actors)) actors; "
                     + "rate is what was stored per second, latency send to reply",
                 events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full ? [.p99AtMost(.milliseconds(2))] : [])
+                targets: full ? [.p99AtMost(targetP99), .rateAtLeast(targetRate * 0.95)] : [])
         })
 
     rows.append(
@@ -285,11 +356,15 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
                 name: "recover \(grouped(single)) events",
                 note:
                     "spawn to the first reply: claim the writer, read and decode \(grouped(single)) events, apply them",
-                events: single, seconds: elapsed, targets: full ? [.totalAtMost(.milliseconds(20))] : [])
+                events: single, seconds: elapsed, targets: full && !postgres ? [.totalAtMost(.milliseconds(20))] : [])
         })
 
     rows.append(
-        try await bestOf(options.runs) { try await rawInserts(options, events: actors * perActor, batch: batchSize) })
+        try await bestOf(options.runs) {
+            postgres
+                ? try await rawPostgresInserts(options, events: actors * perActor, batch: batchSize)
+                : try await rawInserts(options, events: actors * perActor, batch: batchSize)
+        })
     return rows
 }
 
@@ -347,6 +422,53 @@ func restartStorm(_ options: PersistenceBenchOptions, actors: Int) async throws 
             + "ended at \(statistics.recoveryLimit)",
         events: actors, seconds: elapsed, failures: failed,
         targets: options.quick ? [.noFailures] : [.rateAtLeast(20_000), .noFailures])
+}
+
+/// postgres-nio alone: the same rows, `batch` events per INSERT … SELECT FROM unnest(…) (one
+/// statement, its own transaction), as fast as one connection goes.
+func rawPostgresInserts(_ options: PersistenceBenchOptions, events: Int, batch: Int) async throws -> PersistenceRow {
+    guard let server = options.postgres else { preconditionFailure("no PostgreSQL server") }
+    let database = try await server.createDatabase()
+    let elapsed = try await server.withClient(database: database) { client in
+        try await client.query(
+            """
+            CREATE TABLE events (persistence_id TEXT NOT NULL, sequence_nr BIGINT NOT NULL, writer_epoch BIGINT NOT NULL,
+            type_name TEXT NOT NULL, type_version INT NOT NULL, payload BYTEA NOT NULL,
+            written_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (persistence_id, sequence_nr))
+            """)
+        let start = now()
+        var written = 0
+        var sequence: Int64 = 0
+        while written < events {
+            let count = min(batch, events - written)
+            var ids: [String] = []
+            var numbers: [Int64] = []
+            for index in 0..<count {
+                let actor = (written + index) % 10_000
+                if actor == 0 { sequence += 1 }
+                ids.append("ledger-\(actor)")
+                numbers.append(sequence)
+            }
+            let epochs = [Int64](repeating: 1, count: count)
+            let types = [String](repeating: "blob", count: count)
+            let versions = [Int32](repeating: 1, count: count)
+            let payloads = [ByteBuffer](repeating: ByteBuffer(bytes: eventBytes), count: count)
+            try await client.query(
+                """
+                INSERT INTO events (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload)
+                SELECT * FROM unnest(\(ids)::text[], \(numbers)::int8[], \(epochs)::int8[], \(types)::text[],
+                    \(versions)::int4[], \(payloads)::bytea[])
+                """)
+            written += count
+        }
+        return seconds(since: start)
+    }
+    try await server.dropDatabase(database)
+    return PersistenceRow(
+        name: "raw postgres-nio, same batches",
+        note: "postgres-nio alone on one connection: the same 100-byte rows, \(batch) per INSERT … SELECT FROM unnest "
+            + "(the journal's average batch above; no trigger, no epoch table); the physical limit for this store here",
+        events: events, seconds: elapsed)
 }
 
 /// SQLiteNIO alone: the same rows, in transactions of `batch` events, as fast as it goes.
