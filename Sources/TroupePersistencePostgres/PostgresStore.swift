@@ -92,6 +92,10 @@ public final class PostgresStore: PersistenceStore {
         }
     }
 
+    /// The advisory locks' first key (the second is the stripe), and the number of stripes.
+    static let lockNamespace = 7_146_893
+    static let stripes = 64
+
     static let schemaVersion1 = [
         """
         CREATE TABLE troupe_events (
@@ -110,23 +114,31 @@ public final class PostgresStore: PersistenceStore {
             persistence_id TEXT PRIMARY KEY, revision BIGINT NOT NULL, type_name TEXT NOT NULL, type_version INT NOT NULL,
             payload BYTEA NOT NULL, written_at TIMESTAMPTZ NOT NULL DEFAULT now())
         """,
+        // Checked once per statement, on the rows it inserted: their writers' epochs and their
+        // predecessors. Appends take shared, and claims exclusive, transaction-scoped advisory
+        // locks on the identities' stripes (64, in ascending order, so no two lock in opposite
+        // orders): a claim waits for the appends in flight on its stripe, and an append that
+        // follows a claim reads its epoch. Advisory locks live in memory: no row is written to
+        // lock it.
         """
-        CREATE FUNCTION troupe_check_event() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION troupe_check_events() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            IF NEW.writer_epoch IS DISTINCT FROM
-                (SELECT epoch FROM troupe_writers WHERE persistence_id = NEW.persistence_id FOR SHARE) THEN
+            PERFORM pg_advisory_xact_lock_shared(\(lockNamespace), stripe) FROM (
+                SELECT DISTINCT abs(hashtext(persistence_id)) % \(stripes) AS stripe FROM inserted ORDER BY 1) AS locked;
+            IF EXISTS (SELECT 1 FROM inserted i LEFT JOIN troupe_writers w USING (persistence_id)
+                       WHERE w.epoch IS DISTINCT FROM i.writer_epoch) THEN
                 RAISE EXCEPTION 'troupe: stale writer epoch' USING ERRCODE = 'TRP01';
             END IF;
-            IF NEW.sequence_nr > 1 AND NOT EXISTS (SELECT 1 FROM troupe_events
-                WHERE persistence_id = NEW.persistence_id AND sequence_nr = NEW.sequence_nr - 1) THEN
+            IF EXISTS (SELECT 1 FROM inserted i WHERE i.sequence_nr > 1 AND NOT EXISTS (SELECT 1 FROM troupe_events e
+                       WHERE e.persistence_id = i.persistence_id AND e.sequence_nr = i.sequence_nr - 1)) THEN
                 RAISE EXCEPTION 'troupe: sequence gap' USING ERRCODE = 'TRP02';
             END IF;
-            RETURN NEW;
+            RETURN NULL;
         END $$
         """,
         """
-        CREATE TRIGGER troupe_events_check BEFORE INSERT ON troupe_events
-        FOR EACH ROW EXECUTE FUNCTION troupe_check_event()
+        CREATE TRIGGER troupe_events_check AFTER INSERT ON troupe_events REFERENCING NEW TABLE AS inserted
+        FOR EACH STATEMENT EXECUTE FUNCTION troupe_check_events()
         """,
         "DELETE FROM troupe_schema",
         "INSERT INTO troupe_schema (version) VALUES (1)",
@@ -140,7 +152,7 @@ public final class PostgresStore: PersistenceStore {
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         if operations.isEmpty { return [] }
         let runs = Self.runs(of: operations)
-        if runs.count == 1 {
+        if runs.count == 1, case .append = operations[0] {
             return try await client.withConnection { connection in
                 try await self.apply(runs[0], of: operations, on: connection, inTransaction: false)
             }
@@ -301,6 +313,13 @@ public final class PostgresStore: PersistenceStore {
             let roundSet = Set(round)
             remaining.removeAll { roundSet.contains($0) }
             let names = round.map { ids[$0].rawValue }
+            // Waits for the appends in flight on these stripes (see the trigger).
+            try await connection.query(
+                """
+                SELECT pg_advisory_xact_lock(\(unescaped: String(Self.lockNamespace)), stripe) FROM (
+                    SELECT DISTINCT abs(hashtext(name)) % \(unescaped: String(Self.stripes)) AS stripe FROM unnest(\(names)::text[]) AS name
+                    ORDER BY 1) AS locked
+                """, logger: logger)
             var epochs: [String: Int64] = [:]
             for try await (id, epoch) in try await connection.query(
                 """
