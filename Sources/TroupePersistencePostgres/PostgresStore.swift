@@ -7,12 +7,12 @@ import TroupePersistence
 /// outlives the machine and is shared by every node that connects.
 ///
 /// A ``Journal``'s batch of appends is one statement (`INSERT … SELECT FROM unnest(…)`, arrays
-/// bound as parameters), so one round trip and one commit. A trigger on the events table refuses,
-/// inside that insert, an event whose writer epoch is not the identity's current one (it reads
-/// the writer row `FOR SHARE`, so a claim and an append on the same identity serialize) and an
-/// event that does not follow its predecessor; the primary key `(persistence_id, sequence_nr)`
-/// refuses a duplicate. Tables are prefixed `troupe_` and created or migrated at connect, under
-/// an advisory lock so that nodes starting together do not race.
+/// bound as parameters), so one round trip and one commit. A statement-level trigger refuses,
+/// inside that insert, an event whose writer epoch is not the identity's current one and an event
+/// that does not follow its predecessor; the primary key `(persistence_id, sequence_nr)` refuses a
+/// duplicate. Claims and appends serialize through advisory locks on stripes of the identities.
+/// Tables are prefixed `troupe_` and created or migrated at connect, under an advisory lock so
+/// that nodes starting together do not race.
 public final class PostgresStore: PersistenceStore {
     /// What a commit waits for (PostgreSQL's `synchronous_commit`, set on this store's
     /// connections only).
