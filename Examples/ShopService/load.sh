@@ -24,11 +24,13 @@ if ! command -v wrk >/dev/null; then
 fi
 command -v curl >/dev/null || { echo "curl is missing: apt-get install curl" >&2; exit 1; }
 
-# SHOP_SERVICE_SCRATCH_PATH: build somewhere other than the package's .build (CI reuses the
-# benchmarks' release build of Troupe and SwiftNIO this way).
-scratch=${SHOP_SERVICE_SCRATCH_PATH:-$dir/.build}
-swift build --package-path "$dir" -c release --scratch-path "$scratch" --product shop-service >&2
-binary="$scratch/release/shop-service"
+# SHOP_SERVICE_BINARY: a shop-service already built (CI passes the one `swift test -c release`
+# built, instead of building every module again without testability); built here otherwise.
+binary=${SHOP_SERVICE_BINARY:-}
+if [ -z "$binary" ] || [ ! -x "$binary" ]; then
+    swift build --package-path "$dir" -c release --product shop-service >&2
+    binary="$dir/.build/release/shop-service"
+fi
 
 echo "# Examples/ShopService/load.sh $seconds $connections"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(swift --version 2>/dev/null | head -1)"
