@@ -77,6 +77,9 @@ public final class SQLiteStore: PersistenceStore {
                 "PRAGMA busy_timeout = 10000", "PRAGMA journal_mode = WAL",
                 "PRAGMA synchronous = \(synchronous.rawValue)",
                 "PRAGMA secure_delete = OFF",
+                // 64 MiB of page cache (the default is 2 MiB): the primary key's index of many
+                // identities is written at random places and must stay in memory.
+                "PRAGMA cache_size = -65536",
             ] {
                 _ = try await writer.query(pragma)
             }

@@ -360,6 +360,8 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
         })
 
     rows.append(
+        try await bestOf(options.runs) { try await restartStorm(options, actors: options.quick ? 10_000 : 100_000) })
+    rows.append(
         try await bestOf(options.runs) {
             postgres
                 ? try await rawPostgresInserts(options, events: actors * perActor, batch: batchSize)
@@ -477,7 +479,9 @@ func rawInserts(_ options: PersistenceBenchOptions, events: Int, batch: Int) asy
     threads.start()
     let connection = try await SQLiteConnection.open(
         storage: .file(path: options.path("raw")), threadPool: threads, on: MultiThreadedEventLoopGroup.singleton.any())
-    for pragma in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = \(options.synchronous)"] {
+    for pragma in [
+        "PRAGMA journal_mode = WAL", "PRAGMA synchronous = \(options.synchronous)", "PRAGMA cache_size = -65536",
+    ] {
         _ = try await connection.query(pragma)
     }
     _ = try await connection.query(
