@@ -172,7 +172,8 @@ public final class PostgresStore: PersistenceStore {
             switch operation {
             case .append: 0
             case .claimWriter: 1
-            case .saveSnapshot, .saveState: 2
+            case .saveSnapshot: 3
+            case .saveState: 2
             }
         }
         var runs: [Range<Int>] = []
@@ -197,7 +198,12 @@ public final class PostgresStore: PersistenceStore {
             }
             return try await append(appends, on: connection, inTransaction: inTransaction)
         case .claimWriter: return try await claim(operations[run].map(\.persistenceID), on: connection)
-        case .saveSnapshot(let write): return [try await saveSnapshot(write, on: connection)]
+        case .saveSnapshot:
+            let writes = operations[run].map { operation -> SnapshotWrite in
+                guard case .saveSnapshot(let write) = operation else { preconditionFailure("a run mixes kinds") }
+                return write
+            }
+            return try await saveSnapshots(writes, on: connection)
         case .saveState(let write): return [try await saveState(write, on: connection)]
         }
     }
@@ -350,25 +356,58 @@ public final class PostgresStore: PersistenceStore {
         return outcomes.map { $0! }
     }
 
-    private func saveSnapshot(_ write: SnapshotWrite, on connection: PostgresConnection) async throws -> JournalOutcome
+    /// A run of snapshots in three statements: the writers' epochs, one insert, one trim.
+    private func saveSnapshots(
+        _ writes: [SnapshotWrite], on connection: PostgresConnection
+    ) async throws
+        -> [JournalOutcome]
     {
-        let epoch = try await currentEpoch(of: write.persistenceID, on: connection)
-        guard epoch == write.epoch.value else { return .fenced(current: WriterEpoch(epoch)) }
-        let id = write.persistenceID.rawValue
-        let state = write.snapshot.state
+        let names = Array(Set(writes.map(\.persistenceID.rawValue)))
+        var epochs: [String: Int64] = [:]
+        for try await (id, epoch) in try await connection.query(
+            "SELECT persistence_id, epoch FROM troupe_writers WHERE persistence_id = ANY(\(names)::text[])",
+            logger: logger
+        ).decode((String, Int64).self) {
+            epochs[id] = epoch
+        }
+        var outcomes: [JournalOutcome] = []
+        // One row per (identity, number), the last write winning (an upsert changes a row once).
+        var accepted: [String: [Int64: SnapshotWrite]] = [:]
+        for write in writes {
+            let current = epochs[write.persistenceID.rawValue] ?? 0
+            guard current == write.epoch.value else {
+                outcomes.append(.fenced(current: WriterEpoch(current)))
+                continue
+            }
+            accepted[write.persistenceID.rawValue, default: [:]][write.snapshot.sequenceNumber] = write
+            outcomes.append(.written)
+        }
+        let rows = accepted.values.flatMap(\.values)
+        guard !rows.isEmpty else { return outcomes }
+        let ids = rows.map(\.persistenceID.rawValue)
+        let numbers = rows.map(\.snapshot.sequenceNumber)
+        let types = rows.map(\.snapshot.state.typeName)
+        let versions = rows.map { Int32($0.snapshot.state.version) }
+        let payloads = rows.map { ByteBuffer(bytes: $0.snapshot.state.payload) }
         try await connection.query(
             """
             INSERT INTO troupe_snapshots (persistence_id, sequence_nr, type_name, type_version, payload)
-            VALUES (\(id), \(write.snapshot.sequenceNumber), \(state.typeName), \(Int32(state.version)), \(ByteBuffer(bytes: state.payload)))
+            SELECT * FROM unnest(\(ids)::text[], \(numbers)::int8[], \(types)::text[], \(versions)::int4[], \(payloads)::bytea[])
             ON CONFLICT (persistence_id, sequence_nr) DO UPDATE SET payload = excluded.payload,
                 type_name = excluded.type_name, type_version = excluded.type_version
             """, logger: logger)
+        var keeps: [String: Int64] = [:]
+        for row in rows { keeps[row.persistenceID.rawValue] = Int64(row.keep) }
+        let keepIDs = Array(keeps.keys)
+        let keepCounts = keepIDs.map { keeps[$0]! }
         try await connection.query(
             """
-            DELETE FROM troupe_snapshots WHERE persistence_id = \(id) AND sequence_nr NOT IN
-            (SELECT sequence_nr FROM troupe_snapshots WHERE persistence_id = \(id) ORDER BY sequence_nr DESC LIMIT \(write.keep))
+            DELETE FROM troupe_snapshots s USING unnest(\(keepIDs)::text[], \(keepCounts)::int8[]) AS k(persistence_id, keep)
+            WHERE s.persistence_id = k.persistence_id AND s.sequence_nr NOT IN (
+                SELECT t.sequence_nr FROM troupe_snapshots t WHERE t.persistence_id = k.persistence_id
+                ORDER BY t.sequence_nr DESC LIMIT k.keep)
             """, logger: logger)
-        return .written
+        return outcomes
     }
 
     private func saveState(_ write: StateWrite, on connection: PostgresConnection) async throws -> JournalOutcome {
@@ -435,6 +474,46 @@ public final class PostgresStore: PersistenceStore {
                         typeName: type, version: Int(version), payload: Array(payload.readableBytesView))))
         }
         return StoredHistory(snapshot: snapshot, events: events)
+    }
+
+    /// One query for the snapshots and one for the events of all `ids`.
+    public func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory] {
+        let names = ids.map(\.rawValue)
+        var snapshots: [String: SerializedSnapshot] = [:]
+        for try await (id, number, type, version, payload) in try await client.query(
+            """
+            SELECT DISTINCT ON (persistence_id) persistence_id, sequence_nr, type_name, type_version, payload
+            FROM troupe_snapshots WHERE persistence_id = ANY(\(names)::text[]) ORDER BY persistence_id, sequence_nr DESC
+            """, logger: logger
+        ).decode((String, Int64, String, Int32, ByteBuffer).self) {
+            snapshots[id] = SerializedSnapshot(
+                sequenceNumber: number,
+                state: SerializedEvent(typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
+            )
+        }
+        let snapshotIDs = Array(snapshots.keys)
+        let snapshotNumbers = snapshotIDs.map { snapshots[$0]!.sequenceNumber }
+        var events: [String: [StoredEvent]] = [:]
+        for try await (id, number, type, version, payload) in try await client.query(
+            """
+            SELECT e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload FROM troupe_events e
+            LEFT JOIN unnest(\(snapshotIDs)::text[], \(snapshotNumbers)::int8[]) AS m(persistence_id, last)
+                ON e.persistence_id = m.persistence_id
+            WHERE e.persistence_id = ANY(\(names)::text[]) AND e.sequence_nr > coalesce(m.last, 0)
+            ORDER BY e.persistence_id, e.sequence_nr
+            """, logger: logger
+        ).decode((String, Int64, String, Int32, ByteBuffer).self) {
+            events[id, default: []].append(
+                StoredEvent(
+                    persistenceID: PersistenceID(id), sequenceNumber: number,
+                    event: SerializedEvent(
+                        typeName: type, version: Int(version), payload: Array(payload.readableBytesView))))
+        }
+        var histories: [PersistenceID: StoredHistory] = [:]
+        for id in ids {
+            histories[id] = StoredHistory(snapshot: snapshots[id.rawValue], events: events[id.rawValue] ?? [])
+        }
+        return histories
     }
 
     public func durableState(of id: PersistenceID) async throws -> StoredState? {

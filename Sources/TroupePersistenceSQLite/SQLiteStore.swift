@@ -429,6 +429,53 @@ public final class SQLiteStore: PersistenceStore {
         return StoredHistory(snapshot: snapshot, events: events)
     }
 
+    /// One query for the snapshots and one for the events of up to a thousand identities.
+    public func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory] {
+        var snapshots: [PersistenceID: SerializedSnapshot] = [:]
+        var events: [PersistenceID: [StoredEvent]] = [:]
+        for start in stride(from: 0, to: ids.count, by: 1_000) {
+            let chunk = ids[start..<min(start + 1_000, ids.count)]
+            let list = Self.placeholders(rows: 1, width: chunk.count)
+            let binds = chunk.map { SQLiteData.text($0.rawValue) }
+            let latest = """
+                SELECT persistence_id, max(sequence_nr) AS last FROM troupe_snapshots
+                WHERE persistence_id IN \(list) GROUP BY persistence_id
+                """
+            for row in try await reader.query(
+                """
+                SELECT s.persistence_id, s.sequence_nr, s.type_name, s.type_version, s.payload FROM troupe_snapshots s
+                JOIN (\(latest)) m ON s.persistence_id = m.persistence_id AND s.sequence_nr = m.last
+                """, binds)
+            {
+                guard let id = row.column("persistence_id")?.string else {
+                    throw SQLiteStoreError.malformedRow("persistence_id")
+                }
+                snapshots[PersistenceID(id)] = SerializedSnapshot(
+                    sequenceNumber: try Self.integer(row, "sequence_nr"), state: try Self.serialized(row))
+            }
+            for row in try await reader.query(
+                """
+                SELECT e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload FROM troupe_events e
+                LEFT JOIN (\(latest)) m ON e.persistence_id = m.persistence_id
+                WHERE e.persistence_id IN \(list) AND e.sequence_nr > coalesce(m.last, 0)
+                ORDER BY e.persistence_id, e.sequence_nr
+                """, binds + binds)
+            {
+                guard let name = row.column("persistence_id")?.string else {
+                    throw SQLiteStoreError.malformedRow("persistence_id")
+                }
+                let id = PersistenceID(name)
+                events[id, default: []].append(
+                    StoredEvent(
+                        persistenceID: id, sequenceNumber: try Self.integer(row, "sequence_nr"),
+                        event: try Self.serialized(row)))
+            }
+        }
+        var histories: [PersistenceID: StoredHistory] = [:]
+        for id in ids { histories[id] = StoredHistory(snapshot: snapshots[id], events: events[id] ?? []) }
+        return histories
+    }
+
     public func storedEventVersions() async throws -> Set<StoredTypeVersion> {
         let rows = try await reader.query("SELECT DISTINCT type_name, type_version FROM troupe_events")
         return Set(

@@ -78,6 +78,33 @@ import TroupePersistence
         await test.close()
     }
 
+    @Test(arguments: StoreKind.available) func manyHistoriesAtOnceMatchEachOneRead(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = test.store
+        let ids = (0..<30).map { PersistenceID("h-\($0)") }
+        _ = try await store.commit(ids.map { .claimWriter($0) })
+        var operations: [JournalOperation] = []
+        for (index, id) in ids.enumerated() where index % 3 != 0 {  // every third has nothing stored
+            operations.append(Self.append(id, epoch: 1, from: 1, count: index % 5 + 1))
+            if index % 2 == 0 {
+                operations.append(
+                    .saveSnapshot(
+                        SnapshotWrite(
+                            persistenceID: id, epoch: WriterEpoch(1),
+                            snapshot: SerializedSnapshot(sequenceNumber: 1, state: Self.event(index)), keep: 1)))
+            }
+        }
+        _ = try await store.commit(operations)
+        let together = try await store.histories(of: ids)
+        for id in ids {
+            let alone = try await store.history(of: id)
+            let batched = together[id] ?? StoredHistory(snapshot: nil, events: [])
+            #expect(batched.snapshot == alone.snapshot, "\(id)")
+            #expect(batched.events == alone.events, "\(id)")
+        }
+        await test.close()
+    }
+
     @Test(arguments: StoreKind.available) func storedVersionsListEveryTypeAndVersion(kind: StoreKind) async throws {
         let test = try await kind.make()
         let store = test.store

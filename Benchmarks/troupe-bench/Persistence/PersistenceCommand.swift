@@ -35,6 +35,11 @@ struct PersistenceBench: ParsableCommand {
     @Option(help: "Best of this many runs per row (default 3; 1 with --quick).")
     var runs: Int?
 
+    @Option(
+        name: .customLong("row"),
+        help: "Only these rows (repeatable): awaited, pipelined, many, open-loop, recovery, storm, raw.")
+    var rows: [String] = []
+
     func validate() throws {
         guard ["NORMAL", "FULL", "OFF"].contains(synchronous.uppercased()) else {
             throw ValidationError("--synchronous takes NORMAL, FULL or OFF, got \(synchronous)")
@@ -68,7 +73,7 @@ struct PersistenceBench: ParsableCommand {
         defer { if directory == nil { try? FileManager.default.removeItem(atPath: base) } }
         let options = PersistenceBenchOptions(
             quick: quick, runs: runs ?? (quick ? 1 : 3), directory: base, synchronous: synchronous.uppercased(),
-            postgres: store == "postgres" ? PostgresBenchServer.fromEnvironment() : nil)
+            postgres: store == "postgres" ? PostgresBenchServer.fromEnvironment() : nil, only: Set(rows))
         print("# troupe-bench persistence --store \(store)\(quick ? " --quick" : "")")
         if let server = options.postgres {
             print(
@@ -90,6 +95,11 @@ struct PersistenceBenchOptions {
     var synchronous: String
     /// The PostgreSQL server, when the rows run on PostgreSQL.
     var postgres: PostgresBenchServer?
+    /// The rows asked for (empty: all).
+    var only: Set<String> = []
+
+    /// Whether the row named `key` runs.
+    func runs(_ key: String) -> Bool { only.isEmpty || only.contains(key) }
 
     /// A fresh database path for one run of one row.
     func path(_ name: String) -> String {

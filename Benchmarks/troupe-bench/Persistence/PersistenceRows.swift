@@ -208,165 +208,184 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
     let targetP99: Duration = postgres ? .milliseconds(5) : .milliseconds(2)
     let rawName = postgres ? "raw postgres-nio, same batches" : "raw SQLiteNIO, same batches"
 
-    rows.append(
-        try await bestOf(options.runs) {
-            let rig = try await Rig.open(options, "awaited")
-            let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
-            _ = try await ledger.ask { .count($0) }  // recovered
-            let latencies = Latencies()
-            let start = now()
-            for _ in 0..<single {
-                let sent = now()
-                _ = try await ledger.ask { .append(eventBytes, $0) }
-                latencies.record(since: sent)
-            }
-            let elapsed = seconds(since: start)
-            try await rig.close()
-            return PersistenceRow(
-                name: "persist \(grouped(single)), one actor, awaited",
-                note: "one actor; each 100-byte event's ask awaited before the next is sent (a commit per event)",
-                events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full && !postgres ? [.totalAtMost(.milliseconds(500))] : [])
-        })
-
-    rows.append(
-        try await bestOf(options.runs) {
-            let rig = try await Rig.open(options, "pipelined")
-            let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
-            _ = try await ledger.ask { .count($0) }
-            let countdown = Countdown(single)
-            let latencies = Latencies()
-            let start = now()
-            for _ in 0..<single {
-                let sent = now()
-                ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
+    if options.runs("awaited") {
+        rows.append(
+            try await bestOf(options.runs) {
+                let rig = try await Rig.open(options, "awaited")
+                let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+                _ = try await ledger.ask { .count($0) }  // recovered
+                let latencies = Latencies()
+                let start = now()
+                for _ in 0..<single {
+                    let sent = now()
+                    _ = try await ledger.ask { .append(eventBytes, $0) }
                     latencies.record(since: sent)
-                    if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
                 }
-            }
-            await countdown.wait()
-            let elapsed = seconds(since: start)
-            precondition(countdown.failures.load(ordering: .relaxed) == 0, "pipelined appends failed")
-            try await rig.close()
-            return PersistenceRow(
-                name: "persist \(grouped(single)), one actor, pipelined",
-                note:
-                    "one actor; all asks sent at once, each answered when its event is stored (events wait in the stash "
-                    + "while the previous write is in flight, then go one write per stash drain)",
-                events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full && !postgres ? [.totalAtMost(.milliseconds(50))] : [])
-        })
+                let elapsed = seconds(since: start)
+                try await rig.close()
+                return PersistenceRow(
+                    name: "persist \(grouped(single)), one actor, awaited",
+                    note: "one actor; each 100-byte event's ask awaited before the next is sent (a commit per event)",
+                    events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                    targets: full && !postgres ? [.totalAtMost(.milliseconds(500))] : [])
+            })
+    }
 
-    var batchSize = 1
-    rows.append(
-        try await bestOf(options.runs) {
-            let rig = try await Rig.open(options, "many")
-            let ledgers = (0..<actors).map {
-                rig.system.spawn(persistent: Ledger(persistenceID: PersistenceID("ledger-\($0)")), journal: rig.journal)
-            }
-            for ledger in ledgers { _ = try await ledger.ask { .count($0) } }
-            let before = rig.journal.statistics
-            let total = actors * perActor
-            let countdown = Countdown(total)
-            let latencies = Latencies()
-            let start = now()
-            // Closed loop: each actor has one append in flight; its reply sends the next.
-            @Sendable func next(_ ledger: PersistentRef<Ledger.Command>, _ left: Int) {
-                let sent = now()
-                ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
-                    latencies.record(since: sent)
-                    if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
-                    if left > 1 { next(ledger, left - 1) }
-                }
-            }
-            for ledger in ledgers { next(ledger, perActor) }
-            await countdown.wait()
-            let elapsed = seconds(since: start)
-            precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
-            let after = rig.journal.statistics
-            batchSize = max(1, (after.events - before.events) / max(1, after.batches - before.batches))
-            try await rig.close()
-            return PersistenceRow(
-                name: "\(grouped(actors)) actors appending",
-                note: "\(grouped(actors)) actors, each with one 100-byte append in flight at a time (closed loop, "
-                    + "\(perActor) each); latency is send to reply, so with \(grouped(actors)) in flight it is "
-                    + "\(grouped(actors)) ÷ the rate by Little's law; group commit averaged \(batchSize) events per batch",
-                events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full ? [.rateAtLeast(targetRate), .rateWithin(1.3, of: rawName)] : [])
-        })
-
-    rows.append(
-        try await bestOf(options.runs) {
-            let rig = try await Rig.open(options, "open-loop")
-            let ledgers = (0..<actors).map {
-                rig.system.spawn(persistent: Ledger(persistenceID: PersistenceID("ledger-\($0)")), journal: rig.journal)
-            }
-            for ledger in ledgers { _ = try await ledger.ask { .count($0) } }
-            // Offered load: the target rate, spread over every millisecond for a second.
-            let ticks = options.quick ? 100 : 1_000
-            let perTick = Int(targetRate) / 1_000
-            let total = ticks * perTick
-            let countdown = Countdown(total)
-            let latencies = Latencies()
-            let start = now()
-            var sent = 0
-            for tick in 0..<ticks {
-                let due = start + UInt64(tick) * 1_000_000
-                while now() < due { usleep(50) }
-                for _ in 0..<perTick {
-                    let ledger = ledgers[sent % ledgers.count]
-                    sent += 1
-                    let at = now()
+    if options.runs("pipelined") {
+        rows.append(
+            try await bestOf(options.runs) {
+                let rig = try await Rig.open(options, "pipelined")
+                let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+                _ = try await ledger.ask { .count($0) }
+                let countdown = Countdown(single)
+                let latencies = Latencies()
+                let start = now()
+                for _ in 0..<single {
+                    let sent = now()
                     ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
-                        latencies.record(since: at)
+                        latencies.record(since: sent)
                         if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
                     }
                 }
-            }
-            await countdown.wait()
-            let elapsed = seconds(since: start)
-            precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
-            try await rig.close()
-            return PersistenceRow(
-                name: "\(grouped(actors)) actors, \(grouped(Int(targetRate))) events/s offered",
-                note: "open loop: \(perTick) appends every millisecond, round robin over \(grouped(actors)) actors; "
-                    + "rate is what was stored per second, latency send to reply",
-                events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
-                targets: full ? [.p99AtMost(targetP99), .rateAtLeast(targetRate * 0.95)] : [])
-        })
+                await countdown.wait()
+                let elapsed = seconds(since: start)
+                precondition(countdown.failures.load(ordering: .relaxed) == 0, "pipelined appends failed")
+                try await rig.close()
+                return PersistenceRow(
+                    name: "persist \(grouped(single)), one actor, pipelined",
+                    note:
+                        "one actor; all asks sent at once, each answered when its event is stored (events wait in the stash "
+                        + "while the previous write is in flight, then go one write per stash drain)",
+                    events: single, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                    targets: full && !postgres ? [.totalAtMost(.milliseconds(50))] : [])
+            })
+    }
 
-    rows.append(
-        try await bestOf(options.runs) {
-            let rig = try await Rig.open(options, "recovery")
-            let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
-            let countdown = Countdown(single)
-            for _ in 0..<single {
-                ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { _ in countdown.arrive() }
-            }
-            await countdown.wait()
-            ledger.stop()
-            _ = await ledger.terminated()
-            let start = now()
-            let again = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
-            let count = try await again.ask { .count($0) }
-            let elapsed = seconds(since: start)
-            precondition(count == Int64(single), "recovered \(count) of \(single) events")
-            try await rig.close()
-            return PersistenceRow(
-                name: "recover \(grouped(single)) events",
-                note:
-                    "spawn to the first reply: claim the writer, read and decode \(grouped(single)) events, apply them",
-                events: single, seconds: elapsed, targets: full && !postgres ? [.totalAtMost(.milliseconds(20))] : [])
-        })
+    var batchSize = 1
+    if options.runs("many") {
+        rows.append(
+            try await bestOf(options.runs) {
+                let rig = try await Rig.open(options, "many")
+                let ledgers = (0..<actors).map {
+                    rig.system.spawn(
+                        persistent: Ledger(persistenceID: PersistenceID("ledger-\($0)")), journal: rig.journal)
+                }
+                for ledger in ledgers { _ = try await ledger.ask { .count($0) } }
+                let before = rig.journal.statistics
+                let total = actors * perActor
+                let countdown = Countdown(total)
+                let latencies = Latencies()
+                let start = now()
+                // Closed loop: each actor has one append in flight; its reply sends the next.
+                @Sendable func next(_ ledger: PersistentRef<Ledger.Command>, _ left: Int) {
+                    let sent = now()
+                    ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
+                        latencies.record(since: sent)
+                        if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
+                        if left > 1 { next(ledger, left - 1) }
+                    }
+                }
+                for ledger in ledgers { next(ledger, perActor) }
+                await countdown.wait()
+                let elapsed = seconds(since: start)
+                precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
+                let after = rig.journal.statistics
+                batchSize = max(1, (after.events - before.events) / max(1, after.batches - before.batches))
+                try await rig.close()
+                return PersistenceRow(
+                    name: "\(grouped(actors)) actors appending",
+                    note: "\(grouped(actors)) actors, each with one 100-byte append in flight at a time (closed loop, "
+                        + "\(perActor) each); latency is send to reply, so with \(grouped(actors)) in flight it is "
+                        + "\(grouped(actors)) ÷ the rate by Little's law; group commit averaged \(batchSize) events per batch",
+                    events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                    targets: full ? [.rateAtLeast(targetRate), .rateWithin(1.3, of: rawName)] : [])
+            })
+    }
 
-    rows.append(
-        try await bestOf(options.runs) { try await restartStorm(options, actors: options.quick ? 10_000 : 100_000) })
-    rows.append(
-        try await bestOf(options.runs) {
-            postgres
-                ? try await rawPostgresInserts(options, events: actors * perActor, batch: batchSize)
-                : try await rawInserts(options, events: actors * perActor, batch: batchSize)
-        })
+    if options.runs("open-loop") {
+        rows.append(
+            try await bestOf(options.runs) {
+                let rig = try await Rig.open(options, "open-loop")
+                let ledgers = (0..<actors).map {
+                    rig.system.spawn(
+                        persistent: Ledger(persistenceID: PersistenceID("ledger-\($0)")), journal: rig.journal)
+                }
+                for ledger in ledgers { _ = try await ledger.ask { .count($0) } }
+                // Offered load: the target rate, spread over every millisecond for a second.
+                let ticks = options.quick ? 100 : 1_000
+                let perTick = Int(targetRate) / 1_000
+                let total = ticks * perTick
+                let countdown = Countdown(total)
+                let latencies = Latencies()
+                let start = now()
+                var sent = 0
+                for tick in 0..<ticks {
+                    let due = start + UInt64(tick) * 1_000_000
+                    while now() < due { usleep(50) }
+                    for _ in 0..<perTick {
+                        let ledger = ledgers[sent % ledgers.count]
+                        sent += 1
+                        let at = now()
+                        ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { result in
+                            latencies.record(since: at)
+                            if case .failure = result { countdown.arrive(failed: true) } else { countdown.arrive() }
+                        }
+                    }
+                }
+                await countdown.wait()
+                let elapsed = seconds(since: start)
+                precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
+                try await rig.close()
+                return PersistenceRow(
+                    name: "\(grouped(actors)) actors, \(grouped(Int(targetRate))) events/s offered",
+                    note:
+                        "open loop: \(perTick) appends every millisecond, round robin over \(grouped(actors)) actors; "
+                        + "rate is what was stored per second, latency send to reply",
+                    events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
+                    targets: full ? [.p99AtMost(targetP99), .rateAtLeast(targetRate * 0.95)] : [])
+            })
+    }
+
+    if options.runs("recovery") {
+        rows.append(
+            try await bestOf(options.runs) {
+                let rig = try await Rig.open(options, "recovery")
+                let ledger = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+                let countdown = Countdown(single)
+                for _ in 0..<single {
+                    ledger.actorRef.ask({ .command(.append(eventBytes, $0)) }) { _ in countdown.arrive() }
+                }
+                await countdown.wait()
+                ledger.stop()
+                _ = await ledger.terminated()
+                let start = now()
+                let again = rig.system.spawn(persistent: Ledger(persistenceID: "ledger"), journal: rig.journal)
+                let count = try await again.ask { .count($0) }
+                let elapsed = seconds(since: start)
+                precondition(count == Int64(single), "recovered \(count) of \(single) events")
+                try await rig.close()
+                return PersistenceRow(
+                    name: "recover \(grouped(single)) events",
+                    note:
+                        "spawn to the first reply: claim the writer, read and decode \(grouped(single)) events, apply them",
+                    events: single, seconds: elapsed,
+                    targets: full && !postgres ? [.totalAtMost(.milliseconds(20))] : [])
+            })
+    }
+
+    if options.runs("storm") {
+        rows.append(
+            try await bestOf(options.runs) { try await restartStorm(options, actors: options.quick ? 10_000 : 100_000) }
+        )
+    }
+    if options.runs("raw") {
+        rows.append(
+            try await bestOf(options.runs) {
+                postgres
+                    ? try await rawPostgresInserts(options, events: actors * perActor, batch: batchSize)
+                    : try await rawInserts(options, events: actors * perActor, batch: batchSize)
+            })
+    }
     return rows
 }
 
@@ -380,19 +399,20 @@ func restartStorm(_ options: PersistenceBenchOptions, actors: Int) async throws 
     for start in stride(from: 0, to: actors, by: 1_000) {
         let ids = (start..<min(start + 1_000, actors)).map { PersistenceID("storm-\($0)") }
         _ = try await rig.store.commit(ids.map { .claimWriter($0) })
+        // Appends together, then snapshots together: runs of one kind are one statement each.
         _ = try await rig.store.commit(
-            ids.flatMap { id -> [JournalOperation] in
-                [
-                    .append(
-                        EventAppend(
-                            persistenceID: id, epoch: WriterEpoch(1), firstSequenceNumber: 1,
-                            events: Array(repeating: event, count: 6))),
-                    .saveSnapshot(
-                        SnapshotWrite(
-                            persistenceID: id, epoch: WriterEpoch(1),
-                            snapshot: SerializedSnapshot(sequenceNumber: 5, state: snapshot),
-                            keep: 1)),
-                ]
+            ids.map {
+                .append(
+                    EventAppend(
+                        persistenceID: $0, epoch: WriterEpoch(1), firstSequenceNumber: 1,
+                        events: Array(repeating: event, count: 6)))
+            })
+        _ = try await rig.store.commit(
+            ids.map {
+                .saveSnapshot(
+                    SnapshotWrite(
+                        persistenceID: $0, epoch: WriterEpoch(1),
+                        snapshot: SerializedSnapshot(sequenceNumber: 5, state: snapshot), keep: 1))
             })
     }
     let countdown = Countdown(actors)

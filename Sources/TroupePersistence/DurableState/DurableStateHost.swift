@@ -24,12 +24,12 @@ struct DurableStateHost<Actor: DurableStateActor>: DurableHost {
     }
 
     static func read(
-        _ id: PersistenceID, from store: any PersistenceStore
+        _ id: PersistenceID, from journal: Journal
     ) async -> Result<
         RecoveredHistory, PersistenceError
     > {
         do {
-            guard let stored = try await store.durableState(of: id) else {
+            guard let stored = try await journal.store.durableState(of: id) else {
                 return .success(RecoveredHistory(state: nil, events: [], lastSequenceNumber: 0))
             }
             do {

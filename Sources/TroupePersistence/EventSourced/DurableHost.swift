@@ -26,7 +26,7 @@ protocol DurableHost: ActorDefinition where Message == PersistentMessage<Command
 
     /// Reads and decodes what is stored for `id`, off the actor.
     static func read(
-        _ id: PersistenceID, from store: any PersistenceStore
+        _ id: PersistenceID, from journal: Journal
     ) async -> Result<
         RecoveredHistory, PersistenceError
     >
@@ -89,9 +89,9 @@ extension DurableHost {
                 throw error
             }
             phase = .reading
-            let store = core.journal.store
+            let journal = core.journal
             let id = id
-            core.read(context: context) { await Self.read(id, from: store) }
+            core.read(context: context) { await Self.read(id, from: journal) }
         case .recovered(let from, let result):
             guard from == core.incarnation else { return }
             core.endAdmission()

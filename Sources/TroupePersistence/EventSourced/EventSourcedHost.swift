@@ -24,12 +24,12 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
 
     /// Reads and decodes the history off the actor.
     static func read(
-        _ id: PersistenceID, from store: any PersistenceStore
+        _ id: PersistenceID, from journal: Journal
     ) async -> Result<
         RecoveredHistory, PersistenceError
     > {
         let history: StoredHistory
-        do { history = try await store.history(of: id) } catch {
+        do { history = try await journal.history(of: id) } catch {
             return .failure(.recoveryFailed(id, underlying: error))
         }
         var snapshotState: Actor.State?

@@ -82,6 +82,11 @@ public final class Journal: Sendable {
     private let queue = Mutex(Queue())
     /// Admits recoveries a few at a time.
     let recoveryGate: RecoveryGate
+    /// History reads waiting for the next batched read, and whether one is in flight.
+    private let reads = Mutex<
+        (pending: [(PersistenceID, CheckedContinuation<StoredHistory, any Error>)], reading: Bool)
+    >(
+        ([], false))
 
     /// A journal on `store`. Commits run as tasks on `executor`: nil (the default) for Swift's
     /// global executor; `system.taskExecutor` to keep them on Troupe's workers, or a
@@ -118,12 +123,7 @@ public final class Journal: Sendable {
         }
         switch start {
         case nil: completion(.failure(PersistenceError.journalClosed))
-        case true?:
-            if let executor {
-                Task(executorPreference: executor) { await self.commitWhilePending() }
-            } else {
-                Task.detached { await self.commitWhilePending() }
-            }
+        case true?: run { await self.commitWhilePending() }
         case false?: break
         }
     }
@@ -132,6 +132,52 @@ public final class Journal: Sendable {
     public func commit(_ operation: JournalOperation) async throws -> JournalOutcome {
         try await withCheckedThrowingContinuation { continuation in
             submit(operation) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// The history of `id`, read together with those of the other recoveries waiting (one
+    /// ``PersistenceStore/histories(of:)`` call for up to ``Settings/maxOperationsPerBatch``
+    /// identities): batching reads as commits batch writes, so that thousands of actors
+    /// recovering at once cost a few queries, not thousands.
+    public func history(of id: PersistenceID) async throws -> StoredHistory {
+        try await withCheckedThrowingContinuation { continuation in
+            let start = reads.withLock { reads -> Bool in
+                reads.pending.append((id, continuation))
+                if reads.reading { return false }
+                reads.reading = true
+                return true
+            }
+            if start { run { await self.readWhilePending() } }
+        }
+    }
+
+    /// Starts `body` as a task on the journal's executor.
+    private func run(_ body: @escaping @Sendable () async -> Void) {
+        if let executor {
+            Task(executorPreference: executor) { await body() }
+        } else {
+            Task.detached { await body() }
+        }
+    }
+
+    private func readWhilePending() async {
+        while true {
+            let batch = reads.withLock { reads -> [(PersistenceID, CheckedContinuation<StoredHistory, any Error>)] in
+                let count = min(reads.pending.count, settings.maxOperationsPerBatch)
+                let batch = Array(reads.pending.prefix(count))
+                reads.pending.removeFirst(count)
+                if batch.isEmpty { reads.reading = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            do {
+                let histories = try await store.histories(of: Array(Set(batch.map(\.0))))
+                for (id, continuation) in batch {
+                    continuation.resume(returning: histories[id] ?? StoredHistory(snapshot: nil, events: []))
+                }
+            } catch {
+                for (_, continuation) in batch { continuation.resume(throwing: error) }
+            }
         }
     }
 

@@ -24,12 +24,24 @@ public protocol PersistenceStore: Sendable {
     /// The latest snapshot of `id` (if any) and every event after it, in order.
     func history(of id: PersistenceID) async throws -> StoredHistory
 
+    /// The histories of many identities at once (what recoveries that start together need);
+    /// identities with nothing stored may be absent. The default asks ``history(of:)`` for each.
+    func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory]
+
     /// The durable state of `id` and its revision, or nil if none was ever saved.
     func durableState(of id: PersistenceID) async throws -> StoredState?
 
     /// The distinct event types and versions stored (for checking, at start, that every old
     /// version can still be read: see ``PersistenceCodec/check(storedVersions:)``).
     func storedEventVersions() async throws -> Set<StoredTypeVersion>
+}
+
+extension PersistenceStore {
+    public func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory] {
+        var histories: [PersistenceID: StoredHistory] = [:]
+        for id in ids { histories[id] = try await history(of: id) }
+        return histories
+    }
 }
 
 /// One write in a group commit.
