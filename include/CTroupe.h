@@ -277,6 +277,12 @@ void CTroupe_set_current_inline_turns(void *scope);
 bool CTroupe_is_releasing_stopped_actor(void);
 void CTroupe_set_releasing_stopped_actor(bool releasing);
 
+/// The error a `Reply` released unanswered on the calling thread fails its ask with, or NULL
+/// for the usual "no reply": an unretained box set around `withUnansweredRepliesFailing`'s
+/// body, which keeps the box alive. Thread-local.
+void *CTroupe_unanswered_reply_error(void);
+void CTroupe_set_unanswered_reply_error(void *error);
+
 /// Names a thread (at most 15 bytes). Returns 0 or the pthread error number.
 int CTroupe_set_thread_name(unsigned long thread, const char *name);
 

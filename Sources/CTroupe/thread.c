@@ -13,6 +13,7 @@ static _Thread_local void *current_job_lane;
 static _Thread_local void *current_task_executor;
 static _Thread_local void *current_inline_turns;
 static _Thread_local bool releasing_stopped_actor;
+static _Thread_local void *unanswered_reply_error;
 
 int CTroupe_pin_current_thread(int cpu) {
     if (cpu < 0 || cpu >= CPU_SETSIZE) return EINVAL;
@@ -51,6 +52,9 @@ void CTroupe_set_current_inline_turns(void *scope) { current_inline_turns = scop
 
 bool CTroupe_is_releasing_stopped_actor(void) { return releasing_stopped_actor; }
 void CTroupe_set_releasing_stopped_actor(bool releasing) { releasing_stopped_actor = releasing; }
+
+void *CTroupe_unanswered_reply_error(void) { return unanswered_reply_error; }
+void CTroupe_set_unanswered_reply_error(void *error) { unanswered_reply_error = error; }
 
 int CTroupe_set_thread_name(unsigned long thread, const char *name) {
     _Static_assert(sizeof(pthread_t) == sizeof(unsigned long), "pthread_t is an unsigned long on Linux");

@@ -12,8 +12,10 @@ public enum PersistenceError: Error, Sendable, CustomStringConvertible {
     /// The durable state of `id` is at revision `current`, not the `expected` one this actor
     /// read: another writer saved it meanwhile.
     case revisionConflict(PersistenceID, expected: Int64, current: Int64)
-    /// The store failed the whole batch (disk full, connection lost, …): nothing of it was
-    /// written.
+    /// The store failed the whole batch (disk full, connection lost, no answer within
+    /// `Journal.Settings.storeTimeout`, …): it was not acknowledged. A batch refused by the
+    /// store (disk full) is not stored; one lost in flight (connection cut, timed out) may be,
+    /// and a recovery then sees it.
     case storeFailed(PersistenceID, underlying: any Error)
     /// Reading the history failed.
     case recoveryFailed(PersistenceID, underlying: any Error)

@@ -3,10 +3,10 @@ import NIOCore
 import PostgresNIO
 import TroupePersistence
 
-/// A ``PersistenceStore`` on PostgreSQL, through postgres-nio's `PostgresClient`: state that
+/// A `PersistenceStore` on PostgreSQL, through postgres-nio's `PostgresClient`: state that
 /// outlives the machine and is shared by every node that connects.
 ///
-/// A ``Journal``'s batch of appends is one statement (`INSERT … SELECT FROM unnest(…)`, arrays
+/// A `Journal`'s batch of appends is one statement (`INSERT … SELECT FROM unnest(…)`, arrays
 /// bound as parameters), so one round trip and one commit. A statement-level trigger refuses,
 /// inside that insert, an event whose writer epoch is not the identity's current one and an event
 /// that does not follow its predecessor; the primary key `(persistence_id, sequence_nr)` refuses a
@@ -50,7 +50,19 @@ public final class PostgresStore: PersistenceStore {
         var configuration = configuration
         configuration.options.additionalStartupParameters.append(("synchronous_commit", synchronousCommit.rawValue))
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let runner = Task { await client.run() }
+        // The client's pool runs in `run()`; leasing before `run()` has begun makes postgres-nio
+        // log a warning. The runner resumes this caller and goes straight on, without suspending,
+        // into `run()`, whose first step marks the client as running; this caller is resumed on
+        // another job, after that step in every run seen (the window is a few instructions
+        // against a job hand-off).
+        var started: Task<Void, Never>?
+        await withCheckedContinuation { (resumeCaller: CheckedContinuation<Void, Never>) in
+            started = Task {
+                resumeCaller.resume()
+                await client.run()
+            }
+        }
+        guard let runner = started else { preconditionFailure("the runner task was created above") }
         let store = PostgresStore(client: client, runner: runner, logger: logger)
         do {
             try await store.migrate()

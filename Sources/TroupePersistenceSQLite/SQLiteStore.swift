@@ -8,11 +8,11 @@ import NIOPosix
 import SQLiteNIO
 import TroupePersistence
 
-/// An ``PersistenceStore`` in one SQLite file, in the process: nothing to install or start. SQLite
+/// A `PersistenceStore` in one SQLite file, in the process: nothing to install or start. SQLite
 /// itself is compiled into the package (through sqlite-nio); no system library is needed.
 ///
 /// The file is opened in WAL mode with two connections, each on a thread of its own: the
-/// writer commits the ``Journal``'s batches (one transaction each), the reader serves
+/// writer commits the `Journal`'s batches (one transaction each), the reader serves
 /// recoveries concurrently with it. Tables are prefixed `troupe_`, so the file can also hold
 /// your own; their schema is created and migrated by the store (``schemaVersion``).
 ///

@@ -1,7 +1,7 @@
 import Synchronization
 import Testing
 import Troupe
-import TroupePersistence
+@testable import TroupePersistence
 import TroupeTestSupport
 
 /// An in-memory store whose reads take `readDelay`, recording their order and how many ran at
@@ -69,5 +69,43 @@ final class ObservedStore: PersistenceStore {
         for account in quiet { _ = try await account.ask { .balance($0) } }
         await system.shutdown()
         await journal.shutdown()
+    }
+}
+
+/// The recovery window's rule, without a store: grow by one, cut once per burst.
+@Suite struct RecoveryWindowTests {
+    let limits = RecoveryLimits(initial: 32, minimum: 4, maximum: 40, targetLatency: .milliseconds(100))
+    let start = ContinuousClock.now
+
+    @Test func fastRecoveriesGrowTheWindowByOneOnlyWhileOthersWait() {
+        var window = RecoveryWindow(limits: limits)
+        window.finished(startedAt: start, now: start + .milliseconds(10), othersWaiting: false)
+        #expect(window.permits == 32, "nobody waiting: no reason to grow")
+        for _ in 0..<20 { window.finished(startedAt: start, now: start + .milliseconds(10), othersWaiting: true) }
+        #expect(window.permits == 40, "grew by one each, then held at the maximum")
+    }
+
+    @Test func aBurstOfSlowRecoveriesCutsTheWindowOnce() {
+        var window = RecoveryWindow(limits: limits)
+        // 32 recoveries admitted together, all slow: one cut (32 → 24), not 32 (which would reach 4).
+        for finishing in 0..<32 {
+            window.finished(
+                startedAt: start, now: start + .milliseconds(200 + finishing), othersWaiting: true)
+        }
+        #expect(window.permits == 24)
+        // One admitted after that cut and slow too: a second cut (24 → 18).
+        let later = start + .milliseconds(300)
+        window.finished(startedAt: later, now: later + .milliseconds(150), othersWaiting: true)
+        #expect(window.permits == 18)
+    }
+
+    @Test func cutsStopAtTheMinimum() {
+        var window = RecoveryWindow(limits: limits)
+        var clock = start
+        for _ in 0..<50 {
+            window.finished(startedAt: clock, now: clock + .milliseconds(101), othersWaiting: true)
+            clock += .milliseconds(200)
+        }
+        #expect(window.permits == 4)
     }
 }

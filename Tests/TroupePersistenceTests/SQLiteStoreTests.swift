@@ -97,4 +97,100 @@ import TroupeTestSupport
         await journal.shutdown()
         try await store.close()
     }
+
+    /// Damage a file can suffer after it was written (a bad copy, a restore from a partial
+    /// backup, a disk returning garbage).
+    enum Damage: String, CaseIterable, CustomTestStringConvertible {
+        case cutShort, pagesOverwritten
+        var testDescription: String { rawValue }
+
+        func inflict(on path: String, size: Int) {
+            switch self {
+            case .cutShort: _ = truncate(path, off_t(size * 6 / 10))
+            case .pagesOverwritten:
+                // One 4 KiB page in the middle of the file, over whatever they held.
+                let file = fopen(path, "r+")
+                fseek(file, (size / 2) & ~4095, SEEK_SET)
+                let garbage = (0..<4_096).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+                fwrite(garbage, 1, garbage.count, file)
+                fclose(file)
+            }
+        }
+    }
+
+    /// A damaged file must never read as a shorter history: the store refuses to open it, or
+    /// every actor either recovers all its events or fails with a typed error, and an ask of it
+    /// fails with that error instead of answering from less.
+    @Test(arguments: Damage.allCases)
+    func aDamagedFileIsAnErrorNeverAShorterHistory(_ damage: Damage) async throws {
+        let directory = makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/damaged.sqlite"
+        let accountCount = 60
+        let deposits = 30
+        do {
+            let store = try await SQLiteStore.open(path: path, synchronous: .full)
+            let system = makeTestSystem()
+            let journal = Journal(store: store)
+            let accounts = (0..<accountCount).map {
+                system.spawn(persistent: Account(persistenceID: PersistenceID("cut-\($0)")), journal: journal)
+            }
+            // One account after the other, so that each history fills pages of its own.
+            for account in accounts {
+                for _ in 0..<deposits { _ = try await account.ask { .deposit(1, $0) } }
+            }
+            await system.shutdown()
+            await journal.shutdown()
+            try await store.close()
+        }
+        var status = stat()
+        #expect(stat(path, &status) == 0)
+        let fullSize = Int(status.st_size)
+        #expect(fullSize > 64 * 1024, "enough pages that the damage misses some: \(fullSize) bytes")
+        damage.inflict(on: path, size: fullSize)
+
+        let store: SQLiteStore
+        do {
+            store = try await SQLiteStore.open(path: path)
+        } catch let error as SQLiteStoreError {
+            guard case .cannotOpen(let failedPath, _) = error else {
+                Issue.record("a damaged file must fail as cannotOpen, not \(error)")
+                return
+            }
+            #expect(failedPath == path)
+            return
+        }
+        let system = makeTestSystem()
+        let journal = Journal(store: store)
+        // All at once, so that their reads share batches: a batch with a damaged history in it
+        // must not fail the others.
+        let answers = await withTaskGroup(of: Result<Int, AskError>.self) { group in
+            for index in 0..<accountCount {
+                let account = system.spawn(
+                    persistent: Account(persistenceID: PersistenceID("cut-\(index)")), journal: journal)
+                group.addTask { await account.actorRef.askResult(timeout: .seconds(10)) { .command(.balance($0)) } }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        var recovered = 0
+        var failed: [String] = []
+        for answer in answers {
+            switch answer {
+            case .success(let balance):
+                #expect(balance == deposits, "an account answered from a shorter history")
+                recovered += 1
+            case .failure(let error): failed.append(error.description)
+            }
+        }
+        if damage == .pagesOverwritten {
+            #expect(recovered >= accountCount / 2, "one damaged page failed the histories beside it too: \(failed)")
+        }
+        #expect(!failed.isEmpty, "the damage went unnoticed: all \(recovered) accounts answered")
+        for reason in failed {
+            #expect(reason.contains("recovery failed"), "not a recovery error: \(reason)")
+        }
+        await system.shutdown()
+        await journal.shutdown()
+        try? await store.close()
+    }
 }

@@ -329,6 +329,10 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
     override func fireAtShutdown() { complete(.failure(.recipientStopped)) }
 
     override func replyDropped() {
+        if let reason = UnansweredReplyError.current {
+            complete(.failure(AskError.wrapping(reason)))
+            return
+        }
         complete(.failure(CTroupe_is_releasing_stopped_actor() ? .recipientStopped : .noReply))
     }
 

@@ -15,6 +15,8 @@ struct DurableCore<Command: Sendable> {
     /// The history's end (or the state's revision) as the claim saw it; the read must reach it.
     var claimedLast: Int64 = 0
     var stash = Stash<Command>()
+    /// Why this instance failed, once it has: if it then stops, the stash is failed with it.
+    var failure: (any Error)?
     /// Where this instance is with its recovery permit.
     var admission = Admission.none
 
@@ -52,7 +54,7 @@ struct DurableCore<Command: Sendable> {
         switch admission {
         case .none: break
         case .waiting: journal.recoveryGate.cancel(incarnation)
-        case .holding(let since): journal.recoveryGate.finished(after: .now - since)
+        case .holding(let since): journal.recoveryGate.finished(startedAt: since)
         }
         admission = .none
     }
@@ -109,6 +111,14 @@ struct DurableCore<Command: Sendable> {
     /// handles them once recovered; after a stop, they become dead letters.
     mutating func handBackStash(context: ActorContext<Message>) {
         while let command = stash.pop() { context.ref.tell(.command(command)) }
+    }
+
+    /// Drops the stashed commands: a ``Reply`` in one, unanswered, fails its ask with `error`
+    /// (the asker learns why the actor gave up, not "no reply").
+    mutating func failStash(with error: any Error) {
+        withUnansweredRepliesFailing(with: error) {
+            while stash.pop() != nil {}
+        }
     }
 
     /// The typed error for a refused or failed write.

@@ -55,7 +55,12 @@ extension DurableHost {
 
     mutating func stopped(context: ActorContext<Message>) {
         core.endAdmission()
-        core.handBackStash(context: context)
+        if let failure = core.failure {
+            // Stopping because of `failure` (no restart): the stashed commands' askers learn it.
+            core.failStash(with: failure)
+        } else {
+            core.handBackStash(context: context)
+        }
         failWriteInFlight()
     }
 
@@ -69,6 +74,15 @@ extension DurableHost {
     }
 
     mutating func receive(_ message: Message, context: ActorContext<Message>) throws {
+        do {
+            try dispatch(message, context: context)
+        } catch {
+            core.failure = error
+            throw error
+        }
+    }
+
+    private mutating func dispatch(_ message: Message, context: ActorContext<Message>) throws {
         switch message.kind {
         case .command(let command):
             if case .running = phase {

@@ -23,15 +23,22 @@ public final class Journal: Sendable {
 
         /// How many actors recover at once.
         public var recoveries: RecoveryLimits
+        /// A commit or read the store has not answered after this long fails with
+        /// ``StoreTimedOut`` (default 30 s; nil waits for ever), and the journal goes on with
+        /// the next batch: a store call that hangs (a connection lost in a way its driver never
+        /// reports) must not stop every actor that writes through the journal.
+        public var storeTimeout: Duration?
 
         public init(
             maxOperationsPerBatch: Int = 1_000, maxEventsPerBatch: Int = 1_000,
-            recoveries: RecoveryLimits = RecoveryLimits()
+            recoveries: RecoveryLimits = RecoveryLimits(), storeTimeout: Duration? = .seconds(30)
         ) {
             precondition(maxOperationsPerBatch >= 1 && maxEventsPerBatch >= 1, "a batch holds at least one operation")
+            precondition(storeTimeout.map { $0 > .zero } ?? true, "a store timeout must be positive (nil for none)")
             self.maxOperationsPerBatch = maxOperationsPerBatch
             self.maxEventsPerBatch = maxEventsPerBatch
             self.recoveries = recoveries
+            self.storeTimeout = storeTimeout
         }
     }
 
@@ -47,6 +54,8 @@ public final class Journal: Sendable {
         public var largestBatch = 0
         /// Batches the store failed as a whole.
         public var failedBatches = 0
+        /// Store calls (commits and reads) abandoned after ``Settings/storeTimeout``.
+        public var timedOutCalls = 0
         /// Recoveries admitted so far.
         public var recoveriesAdmitted = 0
         /// Recoveries running now, and waiting for a permit.
@@ -152,7 +161,10 @@ public final class Journal: Sendable {
     }
 
     /// Starts `body` as a task on the journal's executor.
-    private func run(_ body: @escaping @Sendable () async -> Void) {
+    private func run(_ body: @escaping @Sendable () async -> Void) { _ = task(body) }
+
+    /// Starts `body` as a task on the journal's executor and returns it.
+    private func task(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         if let executor {
             Task(executorPreference: executor) { await body() }
         } else {
@@ -171,9 +183,21 @@ public final class Journal: Sendable {
             }
             if batch.isEmpty { return }
             do {
-                let histories = try await store.histories(of: Array(Set(batch.map(\.0))))
+                let ids = Array(Set(batch.map(\.0)))
+                let histories = try await withStoreDeadline { [store] in try await store.histories(of: ids) }
                 for (id, continuation) in batch {
                     continuation.resume(returning: histories[id] ?? StoredHistory(snapshot: nil, events: []))
+                }
+            } catch  where batch.count > 1 {
+                // One unreadable history (a damaged page, a malformed row) must not fail every
+                // recovery read with it: read each alone, so only the damaged ones fail.
+                for (id, continuation) in batch {
+                    do {
+                        continuation.resume(
+                            returning: try await withStoreDeadline { [store] in try await store.history(of: id) })
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
                 }
             } catch {
                 for (_, continuation) in batch { continuation.resume(throwing: error) }
@@ -221,7 +245,8 @@ public final class Journal: Sendable {
             }
             if batch.isEmpty { return }
             do {
-                let outcomes = try await store.commit(batch.map(\.operation))
+                let operations = batch.map(\.operation)
+                let outcomes = try await withStoreDeadline { [store] in try await store.commit(operations) }
                 precondition(
                     outcomes.count == batch.count,
                     "\(type(of: store)).commit returned \(outcomes.count) outcomes for \(batch.count) operations")
@@ -230,6 +255,32 @@ public final class Journal: Sendable {
             } catch {
                 record(batch, outcomes: nil)
                 for pending in batch { pending.completion(.failure(error)) }
+            }
+        }
+    }
+
+    /// Runs `call` and returns its result, or throws ``StoreTimedOut`` once
+    /// ``Settings/storeTimeout`` passes first. The call is then abandoned (left to finish or
+    /// not): a write may still land later, which writer epochs make safe — the
+    /// actor that waited for it has failed, and a new incarnation either sees it in its recovery
+    /// or, having claimed the identity first, has it refused as stale.
+    private func withStoreDeadline<T: Sendable>(_ call: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard let timeout = settings.storeTimeout else { return try await call() }
+        return try await withCheckedThrowingContinuation { continuation in
+            let outcome = FirstOutcome(continuation)
+            // Both on the journal's executor, as the commits themselves (a deterministic
+            // system's schedule must include them; an unstructured task would not inherit it).
+            let deadline = task { [weak self] in
+                try? await Task.sleep(for: timeout)
+                if Task.isCancelled { return }
+                if outcome.resolve(.failure(StoreTimedOut(after: timeout))) {
+                    self?.queue.withLock { $0.statistics.timedOutCalls += 1 }
+                }
+            }
+            run {
+                let result: Result<T, any Error>
+                do { result = .success(try await call()) } catch { result = .failure(error) }
+                if outcome.resolve(result) { deadline.cancel() }
             }
         }
     }
@@ -247,5 +298,31 @@ public final class Journal: Sendable {
                 queue.statistics.events += pending.eventCount
             }
         }
+    }
+}
+
+/// The store did not answer a commit or read within ``Journal/Settings/storeTimeout``.
+public struct StoreTimedOut: Error, Sendable, CustomStringConvertible {
+    /// How long the journal waited.
+    public let after: Duration
+
+    public var description: String {
+        "the store did not answer within \(after) (a write may still be stored: a restarted actor sees it if it is)"
+    }
+}
+
+/// Resumes a continuation with whichever outcome comes first: the store's answer or the deadline.
+private final class FirstOutcome<T: Sendable>: Sendable {
+    private let taken = Atomic<Bool>(false)
+    private let continuation: CheckedContinuation<T, any Error>
+
+    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = continuation }
+
+    /// Whether this outcome was the first (and so resumed the waiter).
+    @discardableResult
+    func resolve(_ result: Result<T, any Error>) -> Bool {
+        guard !taken.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+        continuation.resume(with: result)
+        return true
     }
 }

@@ -4,9 +4,10 @@ import Synchronization
 /// node restart) do not all read the store together: each waits for a permit, and actors with
 /// commands waiting are admitted before those without.
 ///
-/// The number of permits adapts to the store: it grows by one while recoveries finish within
-/// ``RecoveryLimits/targetLatency`` and others wait, and shrinks by a quarter when one takes
-/// longer (additive increase, multiplicative decrease, as TCP's window).
+/// The number of permits adapts to the store (``RecoveryWindow``): it grows by one while
+/// recoveries finish within ``RecoveryLimits/targetLatency`` and others wait, and shrinks by a
+/// quarter when one takes longer — once for all the recoveries that were already running when it
+/// shrank (additive increase, multiplicative decrease, as TCP's window).
 final class RecoveryGate: Sendable {
     struct Waiting {
         let token: UInt64
@@ -14,7 +15,7 @@ final class RecoveryGate: Sendable {
     }
 
     struct State {
-        var limit: Double
+        var window: RecoveryWindow
         var active = 0
         /// Requests with commands waiting behind them, then the others; first come first served.
         var urgent: [Waiting] = []
@@ -28,14 +29,14 @@ final class RecoveryGate: Sendable {
 
     init(limits: RecoveryLimits) {
         self.limits = limits
-        state = Mutex(State(limit: Double(limits.initial)))
+        state = Mutex(State(window: RecoveryWindow(limits: limits)))
     }
 
     /// Calls `admit` (now, or later from the thread that frees a permit) once a permit is
     /// free; `token` names the request for ``hurry(_:)``.
     func request(token: UInt64, urgent: Bool, admit: @escaping @Sendable () -> Void) {
         let now: Bool = state.withLock { state in
-            if state.active < Int(state.limit) {
+            if state.active < state.window.permits {
                 state.active += 1
                 state.admitted += 1
                 return true
@@ -64,19 +65,16 @@ final class RecoveryGate: Sendable {
         }
     }
 
-    /// A recovery finished after `latency`: frees its permit and adapts the limit.
-    func finished(after latency: Duration) {
+    /// A recovery admitted at `start` finished: frees its permit and adapts the limit.
+    func finished(startedAt start: ContinuousClock.Instant) {
+        let now = ContinuousClock.now
         var toAdmit: [Waiting] = []
         state.withLock { state in
             state.active -= 1
             let waiting = !state.urgent.isEmpty || !state.normal.isEmpty
-            if latency > limits.targetLatency {
-                state.limit = max(Double(limits.minimum), state.limit * 0.75)
-            } else if waiting {
-                state.limit = min(Double(limits.maximum), state.limit + 1)
-            }
-            state.largestLimit = max(state.largestLimit, Int(state.limit))
-            while state.active < Int(state.limit) {
+            state.window.finished(startedAt: start, now: now, othersWaiting: waiting)
+            state.largestLimit = max(state.largestLimit, state.window.permits)
+            while state.active < state.window.permits {
                 let next: Waiting
                 if !state.urgent.isEmpty {
                     next = state.urgent.removeFirst()
@@ -95,7 +93,36 @@ final class RecoveryGate: Sendable {
 
     var snapshot: (limit: Int, active: Int, waiting: Int, admitted: Int) {
         state.withLock {
-            ($0.limit.isFinite ? Int($0.limit) : 0, $0.active, $0.urgent.count + $0.normal.count, $0.admitted)
+            ($0.window.permits, $0.active, $0.urgent.count + $0.normal.count, $0.admitted)
+        }
+    }
+}
+
+/// How many recoveries may run at once: additive increase while they are fast and others wait,
+/// multiplicative decrease when one is slow. A burst of slow recoveries (all admitted together,
+/// all slowed by the same overload) shrinks the window once, not once each: only a recovery that
+/// started after the last cut can cut again — TCP cuts its window once per round trip for the
+/// same reason.
+struct RecoveryWindow {
+    let limits: RecoveryLimits
+    private(set) var limit: Double
+    private var lastCut: ContinuousClock.Instant?
+
+    init(limits: RecoveryLimits) {
+        self.limits = limits
+        limit = Double(limits.initial)
+    }
+
+    var permits: Int { Int(limit) }
+
+    mutating func finished(startedAt start: ContinuousClock.Instant, now: ContinuousClock.Instant, othersWaiting: Bool)
+    {
+        if now - start > limits.targetLatency {
+            if let lastCut, start <= lastCut { return }
+            limit = max(Double(limits.minimum), limit * 0.75)
+            lastCut = now
+        } else if othersWaiting {
+            limit = min(Double(limits.maximum), limit + 1)
         }
     }
 }

@@ -4,7 +4,7 @@ import TroupePersistence
 /// A persistence store that crashes where a seed says, for testing what durable actors do
 /// when the process dies mid-write.
 ///
-/// What survives a crash is ``disk``, an ``InMemoryStore``. The crash comes at one commit,
+/// What survives a crash is ``disk``, an `InMemoryStore`. The crash comes at one commit,
 /// chosen by the seed among the first `withinCommits`, at one of the ``CrashPoint``s; from
 /// then on every call throws ``Crashed``, as a dead process answers nothing. A test then
 /// "restarts": a fresh system and journal on ``disk`` recover the actors, and the test checks

@@ -89,7 +89,14 @@ struct PostgresTestServer: Sendable {
         let client = PostgresClient(
             configuration: configuration(database: database), backgroundLogger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
+            // Query once `run()` has begun (as `PostgresStore.connect` does), which postgres-nio
+            // otherwise warns about.
+            await withCheckedContinuation { (started: CheckedContinuation<Void, Never>) in
+                group.addTask {
+                    started.resume()
+                    await client.run()
+                }
+            }
             try await client.query(PostgresQuery(unsafeSQL: sql))
             group.cancelAll()
         }

@@ -252,6 +252,34 @@ import TroupeTestSupport
         }
     }
 
+    @Test func repliesDroppedInsideWithUnansweredRepliesFailingFailWithItsError() async throws {
+        try await withTestSystem { system in
+            let server = system.spawn(AskServer())
+            let asks = (0..<3).map { _ in
+                Task { await askResult { try await server.ask(timeout: .seconds(30)) { AskServer.Message.hold($0) } } }
+            }
+            for _ in 0..<20_000 where (try await server.ask { AskServer.Message.heldCount($0) }) < 3 {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            server.tell(.dropHeld(outer: "store gone", inner: "inner reason"))
+            var reasons: [String] = []
+            for ask in asks {
+                guard case .failed(let error)? = await ask.value.askError, let reason = error as? TestError else {
+                    Issue.record("expected .failed(TestError)")
+                    continue
+                }
+                reasons.append(reason.description)
+            }
+            #expect(
+                reasons.sorted()
+                    == [TestError("inner reason"), TestError("store gone"), TestError("store gone")].map(\.description)
+                    .sorted())
+            // Outside the scope a dropped reply is "no reply" again.
+            let dropped = await askResult { try await server.ask { AskServer.Message.drop($0) } as Int }
+            #expect(dropped.askError?.kind == .noReply)
+        }
+    }
+
     @Test func requestThatDoesNotCarryTheReplyFailsWithNoReply() async throws {
         try await withTestSystem { system in
             let received = Recorder<Int>()
@@ -508,6 +536,10 @@ struct AskServer: ActorDefinition {
         case hold(Reply<Int>)
         case answerHeld(Int, Reply<[Bool]>)
         case drop(Reply<Int>)
+        /// Drops the first held reply inside a scope failing with `inner`, nested in one failing
+        /// with `outer` where the rest are dropped.
+        case dropHeld(outer: String, inner: String)
+        case heldCount(Reply<Int>)
         case failWith(String, Reply<Int>)
         case compute(Int, Reply<Int>)
         case answerFromAnotherThread(Int, Reply<Int>)
@@ -535,6 +567,12 @@ struct AskServer: ActorDefinition {
         case .answerHeld(let value, let reply):
             reply.succeed(held.map { $0.succeed(value) })
         case .drop: break
+        case .heldCount(let reply): reply.succeed(held.count)
+        case .dropHeld(let outer, let inner):
+            withUnansweredRepliesFailing(with: TestError(outer)) {
+                withUnansweredRepliesFailing(with: TestError(inner)) { _ = held.removeFirst() }
+                held.removeAll()
+            }
         case .failWith(let text, let reply): reply.fail(TestError(text))
         case .compute(let value, let reply):
             reply.complete {
