@@ -6,6 +6,8 @@
 #                               (default 55432) with trust authentication for local users, creates
 #                               the database "troupe", and prints the environment the tests read:
 #                               TROUPE_POSTGRES_HOST, _PORT, _USER, _DATABASE
+#                               and TROUPE_POSTGRES_RESTART (the command that restarts it)
+#   scripts/postgres.sh restart stops the server (fast: connections are cut) and starts it again
 #   scripts/postgres.sh stop    stops it and removes the data directory
 #
 # The server runs as the postgres user (initdb refuses root). Nothing outside /tmp is written.
@@ -42,6 +44,12 @@ start)
         -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$state -c fsync=on" start >/dev/null
     as_postgres "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres troupe
     echo "export TROUPE_POSTGRES_HOST=127.0.0.1 TROUPE_POSTGRES_PORT=$port TROUPE_POSTGRES_USER=postgres TROUPE_POSTGRES_DATABASE=troupe"
+    # The tests' server restart mid-stream runs this (a fast shutdown, then a start on the same data).
+    echo "export TROUPE_POSTGRES_RESTART='TROUPE_POSTGRES_PORT=$port $(cd "$(dirname "$0")" && pwd)/postgres.sh restart'"
+    ;;
+restart)
+    bin=$(bin_dir)
+    as_postgres "$bin/pg_ctl" -D "$state/data" -l "$state/server.log" -m fast -w restart >/dev/null
     ;;
 stop)
     bin=$(bin_dir)
@@ -51,7 +59,7 @@ stop)
     rm -rf "$state"
     ;;
 *)
-    echo "usage: scripts/postgres.sh start|stop" >&2
+    echo "usage: scripts/postgres.sh start|restart|stop" >&2
     exit 2
     ;;
 esac

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Synchronization
 import Testing
 import Troupe
@@ -5,14 +8,44 @@ import TroupePersistence
 import TroupePersistencePostgres
 import TroupeTestSupport
 
-/// The server drops every connection of the store while actors write (what a restart of the
-/// server, a failover or a network cut looks like to the client): writes in flight fail with a
-/// typed error or succeed, none hangs, nothing acknowledged is lost, and the store writes again
-/// on new connections without being reopened.
+/// PostgreSQL goes away while actors write: the server drops every connection of the store (what
+/// a failover or a network cut looks like to the client), or the server itself stops and starts
+/// again. Writes in flight fail with a typed error or succeed, none hangs, nothing acknowledged
+/// is lost, and the same store writes again on new connections without being reopened.
 @Suite(.enabled(if: PostgresTestServer.configured != nil, "needs a PostgreSQL server (scripts/postgres.sh start)"))
 struct PostgresConnectionLossTests {
     @Test func connectionsDroppedMidStreamLoseNothingAcknowledgedAndTheStoreRecovers() async throws {
         let server = try #require(PostgresTestServer.configured)
+        try await writeWhileCutting(server: server) { database in
+            try? await server.administer(
+                """
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = '\(database)' AND pid <> pg_backend_pid()
+                """)
+        }
+    }
+
+    /// A real stop and start, on a server of this test's own (port 55442: restarting the shared
+    /// one would cut the other suites' connections too).
+    @Test func aServerRestartedMidStreamLosesNothingAcknowledged() async throws {
+        let script = PrivatePostgres.script
+        guard PrivatePostgres.run("\(script) start > /dev/null") == 0 else {
+            Issue.record("could not start a PostgreSQL server with \(script) start")
+            return
+        }
+        defer { _ = PrivatePostgres.run("\(script) stop") }
+        let server = PostgresTestServer(
+            host: "127.0.0.1", port: PrivatePostgres.port, user: "postgres", password: nil, database: "troupe")
+        try await writeWhileCutting(server: server) { _ in
+            #expect(PrivatePostgres.run("\(script) restart") == 0, "the restart failed")
+        }
+    }
+
+    /// 16 actors deposit as fast as they can while `cut` runs (at least three times, and until
+    /// it has failed a write), then each account is recovered and checked.
+    func writeWhileCutting(
+        server: PostgresTestServer, cut: @escaping @Sendable (_ database: String) async -> Void
+    ) async throws {
         let database = try await server.createDatabase()
         let store = try await PostgresStore.connect(server.configuration(database: database))
         let system = makeTestSystem()
@@ -38,32 +71,32 @@ struct PostgresConnectionLossTests {
                             // The failed write stopped the actor: a new incarnation recovers.
                             account = system.spawn(
                                 persistent: Account(persistenceID: PersistenceID("drop-\(index)")), journal: journal)
+                            try? await Task.sleep(for: .milliseconds(10))
                         }
                     }
                 }
             }
             group.addTask {
                 try? await Task.sleep(for: .milliseconds(300))
-                // Cut at least three times, and until a cut has hit a write in flight (a cut
-                // between two commits only makes the pool reconnect).
-                for cut in 1...50 {
-                    try? await server.administer(
-                        """
-                        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                        WHERE datname = '\(database)' AND pid <> pg_backend_pid()
-                        """)
+                // A cut between two commits only makes the pool reconnect: cut again until one
+                // has hit a write in flight.
+                for round in 1...50 {
+                    await cut(database)
                     try? await Task.sleep(for: .milliseconds(100))
-                    if cut >= 3 && ledger.record({ !$0.failures.isEmpty }) { break }
+                    if round >= 3 && ledger.record({ !$0.failures.isEmpty }) { break }
                 }
                 ledger.record { $0.writing = false }
             }
         }
 
         let (seen, acked, tried) = ledger.record { ($0.failures, $0.acknowledged, $0.attempted) }
-        #expect(!seen.isEmpty, "dropping the connections failed no write: the test did not cut anything")
+        #expect(!seen.isEmpty, "the cuts failed no write: the test did not cut anything")
         for error in seen {
             // A connection lost is the store failing the write (or the recovery after it),
-            // never a timeout: nobody is left waiting for an answer that cannot come.
+            // never a timeout: nobody is left waiting for an answer that cannot come. An ask
+            // that reached an incarnation after it had failed (its recovery met the server
+            // down) and stopped is told so.
+            if case .recipientStopped = error { continue }
             guard case .failed(let cause) = error, let persistence = cause as? PersistenceError else {
                 Issue.record("expected a PersistenceError, got \(error)")
                 continue
@@ -80,9 +113,9 @@ struct PostgresConnectionLossTests {
             let fresh = system.spawn(
                 persistent: Account(persistenceID: PersistenceID("drop-\(index)")), journal: journal)
             var balance: Int?
-            for _ in 0..<100 where balance == nil {
-                balance = try? await fresh.ask(timeout: .seconds(10)) { .balance($0) }
-                if balance == nil { try await Task.sleep(for: .milliseconds(20)) }
+            for _ in 0..<50 where balance == nil {
+                balance = try? await fresh.ask(timeout: .seconds(5)) { .balance($0) }
+                if balance == nil { try await Task.sleep(for: .milliseconds(50)) }
             }
             let stored = try #require(balance, "drop-\(index) did not recover after the connections came back")
             #expect(
@@ -94,6 +127,28 @@ struct PostgresConnectionLossTests {
         await journal.shutdown()
         store.close()
         try? await server.dropDatabase(database)
+    }
+}
+
+/// A PostgreSQL server of one test's own, through scripts/postgres.sh.
+enum PrivatePostgres {
+    static let port = 55_442
+    static var script: String {
+        // This file is Tests/TroupePersistenceTests/<name>.swift: the repository is three up.
+        let parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        return "TROUPE_POSTGRES_PORT=\(port) " + parts.dropLast(3).joined(separator: "/") + "/scripts/postgres.sh"
+    }
+
+    /// Runs `command` with /bin/sh, blocking; returns its exit status.
+    static func run(_ command: String) -> Int32 {
+        var pid: pid_t = 0
+        let arguments = ["/bin/sh", "-c", command]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return (status >> 8) & 0xFF
     }
 }
 
