@@ -1,7 +1,6 @@
 #if canImport(Glibc)
     import Glibc
 #endif
-import Synchronization
 import Testing
 import Troupe
 import TroupePersistence
@@ -160,10 +159,10 @@ final class WriteLedger: Sendable {
         var failures: [AskError] = []
         var writing = true
     }
-    private let counts: Mutex<Counts>
+    private let counts: LockedValue<Counts>
 
     init(accounts: Int) {
-        counts = Mutex(
+        counts = LockedValue(
             Counts(acknowledged: Array(repeating: 0, count: accounts), attempted: Array(repeating: 0, count: accounts)))
     }
 

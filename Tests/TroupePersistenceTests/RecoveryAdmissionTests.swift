@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 import Troupe
 @testable import TroupePersistence
@@ -9,7 +8,7 @@ import TroupeTestSupport
 final class ObservedStore: PersistenceStore {
     let inner = InMemoryStore()
     let readDelay: Duration
-    private let reads = Mutex<(order: [PersistenceID], running: Int, most: Int)>(([], 0, 0))
+    private let reads = LockedValue<(order: [PersistenceID], running: Int, most: Int)>(([], 0, 0))
 
     init(readDelay: Duration) { self.readDelay = readDelay }
 

@@ -1,4 +1,3 @@
-import Synchronization
 import Testing
 import Troupe
 import TroupePersistence
@@ -8,9 +7,9 @@ import TroupeTestSupport
 /// connection without noticing).
 final class HangingStore: PersistenceStore {
     let inner = InMemoryStore()
-    private let hangsLeft: Mutex<Int>
+    private let hangsLeft: LockedValue<Int>
 
-    init(hangs: Int) { hangsLeft = Mutex(hangs) }
+    init(hangs: Int) { hangsLeft = LockedValue(hangs) }
 
     func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         let hang = hangsLeft.withLock { left -> Bool in

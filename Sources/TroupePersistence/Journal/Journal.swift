@@ -88,11 +88,11 @@ public final class Journal: Sendable {
     public let settings: Settings
     /// Where commits run (nil: Swift's global executor).
     private let executor: (any TaskExecutor)?
-    private let queue = Mutex(Queue())
+    private let queue = LockedValue(Queue())
     /// Admits recoveries a few at a time.
     let recoveryGate: RecoveryGate
     /// History reads waiting for the next batched read, and whether one is in flight.
-    private let reads = Mutex<
+    private let reads = LockedValue<
         (pending: [(PersistenceID, CheckedContinuation<StoredHistory, any Error>)], reading: Bool)
     >(
         ([], false))

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Admits recoveries a few at a time, so that thousands of actors starting at once (a deploy, a
 /// node restart) do not all read the store together: each waits for a permit, and actors with
@@ -25,11 +24,11 @@ final class RecoveryGate: Sendable {
     }
 
     let limits: RecoveryLimits
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     init(limits: RecoveryLimits) {
         self.limits = limits
-        state = Mutex(State(window: RecoveryWindow(limits: limits)))
+        state = LockedValue(State(window: RecoveryWindow(limits: limits)))
     }
 
     /// Calls `admit` (now, or later from the thread that frees a permit) once a permit is

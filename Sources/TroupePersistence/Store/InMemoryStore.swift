@@ -1,4 +1,3 @@
-import Synchronization
 
 /// An ``PersistenceStore`` in this process's memory: for unit tests and examples, never for data
 /// that must outlive the process. It enforces the same rules as the database stores (one
@@ -12,7 +11,7 @@ public final class InMemoryStore: PersistenceStore {
         var state: StoredState?
     }
 
-    private let entries = Mutex<[PersistenceID: Entry]>([:])
+    private let entries = LockedValue<[PersistenceID: Entry]>([:])
 
     public init() {}
 
