@@ -1,4 +1,3 @@
-
 /// Admits recoveries a few at a time, so that thousands of actors starting at once (a deploy, a
 /// node restart) do not all read the store together: each waits for a permit, and actors with
 /// commands waiting are admitted before those without.

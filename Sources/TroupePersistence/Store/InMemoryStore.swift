@@ -1,4 +1,3 @@
-
 /// An ``PersistenceStore`` in this process's memory: for unit tests and examples, never for data
 /// that must outlive the process. It enforces the same rules as the database stores (one
 /// writer per identity, no gap, no duplicate, each operation all or nothing), so a test that
