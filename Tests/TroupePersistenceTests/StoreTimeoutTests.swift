@@ -3,13 +3,17 @@ import Troupe
 import TroupePersistence
 import TroupeTestSupport
 
-/// An in-memory store whose first `hangs` commits never answer (as a driver that lost its
-/// connection without noticing).
+/// An in-memory store whose first `hangs` commits answer only after `delay` (an hour: never, as
+/// a driver that lost its connection without noticing).
 final class HangingStore: PersistenceStore {
     let inner = InMemoryStore()
     private let hangsLeft: LockedValue<Int>
+    private let delay: Duration
 
-    init(hangs: Int) { hangsLeft = LockedValue(hangs) }
+    init(hangs: Int, delay: Duration = .seconds(3_600)) {
+        hangsLeft = LockedValue(hangs)
+        self.delay = delay
+    }
 
     func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         let hang = hangsLeft.withLock { left -> Bool in
@@ -17,8 +21,8 @@ final class HangingStore: PersistenceStore {
             left -= 1
             return true
         }
-        // "Never": an hour, ignoring cancellation, as a call that is stuck would.
-        if hang { try? await Task.sleep(for: .seconds(3_600)) }
+        // Ignoring cancellation, as a call that is stuck would.
+        if hang { try? await Task.sleep(for: delay) }
         return try await inner.commit(operations)
     }
     func history(of id: PersistenceID) async throws -> StoredHistory { try await inner.history(of: id) }
@@ -52,6 +56,78 @@ final class HangingStore: PersistenceStore {
         let second = system.spawn(persistent: Account(persistenceID: "next"), journal: journal)
         #expect(try await second.ask(timeout: .seconds(10)) { .deposit(5, $0) } == 5)
         await system.shutdown()
+        await journal.shutdown()
+    }
+}
+
+struct BatchedReadRefused: Error {}
+
+/// A store whose batched reads fail, and whose reads of "hangs" never answer.
+final class HangingReadStore: PersistenceStore {
+    let inner = InMemoryStore()
+
+    func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
+        try await inner.commit(operations)
+    }
+    func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory] {
+        if ids.count > 1 { throw BatchedReadRefused() }
+        return [ids[0]: try await history(of: ids[0])]
+    }
+    func history(of id: PersistenceID) async throws -> StoredHistory {
+        if id == "hangs" { try? await Task.sleep(for: .seconds(3_600)) }
+        return try await inner.history(of: id)
+    }
+    func durableState(of id: PersistenceID) async throws -> StoredState? { try await inner.durableState(of: id) }
+    func storedEventVersions() async throws -> Set<StoredTypeVersion> { try await inner.storedEventVersions() }
+}
+
+extension StoreTimeoutTests {
+    /// A commit that answers after the journal gave up on it: its batch has already failed, the
+    /// late answer is dropped (no second outcome), and the journal goes on.
+    @Test func aLateAnswerAfterTheTimeoutIsDropped() async throws {
+        let store = HangingStore(hangs: 1, delay: .milliseconds(600))
+        let journal = Journal(store: store, settings: .init(storeTimeout: .milliseconds(200)))
+        await #expect(throws: StoreTimedOut.self) { try await journal.commit(.claimWriter("late")) }
+        // Let the late answer arrive and be dropped, then write again.
+        try await Task.sleep(for: .seconds(1))
+        let next = try await journal.commit(.claimWriter("next"))
+        guard case .claimed = next else {
+            Issue.record("expected the claim to be answered, got \(next)")
+            return
+        }
+        let statistics = journal.statistics
+        #expect(statistics.timedOutCalls == 1)
+        #expect(statistics.failedBatches == 1)
+        #expect(statistics.batches == 2)
+        await journal.shutdown()
+    }
+
+    /// A read that never answers fails after the timeout, as do the reads queued in the same
+    /// batch after it; reads after that are answered.
+    @Test func aReadThatNeverAnswersFailsAfterTheTimeoutAndReadsGoOn() async throws {
+        let store = HangingReadStore()
+        let journal = Journal(store: store, settings: .init(storeTimeout: .milliseconds(200)))
+        let ids: [PersistenceID] = ["a", "hangs", "b", "c"]
+        let results = await withTaskGroup(of: (PersistenceID, Result<StoredHistory, any Error>).self) { group in
+            for id in ids {
+                group.addTask {
+                    do { return (id, .success(try await journal.history(of: id))) } catch {
+                        return (id, .failure(error))
+                    }
+                }
+            }
+            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for (id, result) in results {
+            switch result {
+            case .success: #expect(id != "hangs", "the read of \(id) cannot have been answered")
+            case .failure(let error): #expect(error is StoreTimedOut, "\(id) failed with \(error)")
+            }
+        }
+        #expect(results.count == ids.count)
+        #expect(journal.statistics.timedOutCalls >= 1)
+        // The journal reads again.
+        #expect(try await journal.history(of: "a").events.isEmpty)
         await journal.shutdown()
     }
 }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The front of an ``PersistenceStore`` that durable actors share: it gathers their writes into
 /// batches (group commit) and gives each actor its outcome when its batch is durable.
 ///
@@ -182,27 +180,40 @@ public final class Journal: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
-            do {
-                let ids = Array(Set(batch.map(\.0)))
-                let histories = try await withStoreDeadline { [store] in try await store.histories(of: ids) }
+            let ids = Array(Set(batch.map(\.0)))
+            let read = await watched({ [store] in try await store.histories(of: ids) }) { timedOut in
+                self.abandonReads(batch[...], with: timedOut)
+            }
+            switch read {
+            case nil: return  // abandoned: its reads have failed and another loop carries on
+            case .success(let histories)?:
                 for (id, continuation) in batch {
                     continuation.resume(returning: histories[id] ?? StoredHistory(snapshot: nil, events: []))
                 }
-            } catch  where batch.count > 1 {
+            case .failure where batch.count > 1:
                 // One unreadable history (a damaged page, a malformed row) must not fail every
                 // recovery read with it: read each alone, so only the damaged ones fail.
-                for (id, continuation) in batch {
-                    do {
-                        continuation.resume(
-                            returning: try await withStoreDeadline { [store] in try await store.history(of: id) })
-                    } catch {
-                        continuation.resume(throwing: error)
+                for index in batch.indices {
+                    let (id, continuation) = batch[index]
+                    let single = await watched({ [store] in try await store.history(of: id) }) { timedOut in
+                        self.abandonReads(batch[index...], with: timedOut)
                     }
+                    guard let single else { return }
+                    continuation.resume(with: single)
                 }
-            } catch {
+            case .failure(let error)?:
                 for (_, continuation) in batch { continuation.resume(throwing: error) }
             }
         }
+    }
+
+    /// Fails the reads a stuck store call left waiting, and starts a loop for those queued
+    /// behind it (`reading` stays true: the new loop takes over from the stuck one).
+    private func abandonReads(
+        _ reads: ArraySlice<(PersistenceID, CheckedContinuation<StoredHistory, any Error>)>, with error: StoreTimedOut
+    ) {
+        for (_, continuation) in reads { continuation.resume(throwing: error) }
+        run { await self.readWhilePending() }
     }
 
     /// Checks that `codec` can read every version of its type the store holds: call it at
@@ -244,45 +255,52 @@ public final class Journal: Sendable {
                 return batch
             }
             if batch.isEmpty { return }
-            do {
-                let operations = batch.map(\.operation)
-                let outcomes = try await withStoreDeadline { [store] in try await store.commit(operations) }
+            let operations = batch.map(\.operation)
+            let commit = await watched({ [store] in try await store.commit(operations) }) { timedOut in
+                self.abandonCommit(batch, with: timedOut)
+            }
+            switch commit {
+            case nil: return  // abandoned: its batch has failed and another loop carries on
+            case .success(let outcomes)?:
                 precondition(
                     outcomes.count == batch.count,
                     "\(type(of: store)).commit returned \(outcomes.count) outcomes for \(batch.count) operations")
                 record(batch, outcomes: outcomes)
                 for (pending, outcome) in zip(batch, outcomes) { pending.completion(.success(outcome)) }
-            } catch {
+            case .failure(let error)?:
                 record(batch, outcomes: nil)
                 for pending in batch { pending.completion(.failure(error)) }
             }
         }
     }
 
-    /// Runs `call` and returns its result, or throws ``StoreTimedOut`` once
-    /// ``Settings/storeTimeout`` passes first. The call is then abandoned (left to finish or
-    /// not): a write may still land later, which writer epochs make safe — the
-    /// actor that waited for it has failed, and a new incarnation either sees it in its recovery
-    /// or, having claimed the identity first, has it refused as stale.
-    private func withStoreDeadline<T: Sendable>(_ call: @escaping @Sendable () async throws -> T) async throws -> T {
-        guard let timeout = settings.storeTimeout else { return try await call() }
-        return try await withCheckedThrowingContinuation { continuation in
-            let outcome = FirstOutcome(continuation)
-            // Both on the journal's executor, as the commits themselves (a deterministic
-            // system's schedule must include them; an unstructured task would not inherit it).
-            let deadline = task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                if Task.isCancelled { return }
-                if outcome.resolve(.failure(StoreTimedOut(after: timeout))) {
-                    self?.queue.withLock { $0.statistics.timedOutCalls += 1 }
-                }
-            }
-            run {
-                let result: Result<T, any Error>
-                do { result = .success(try await call()) } catch { result = .failure(error) }
-                if outcome.resolve(result) { deadline.cancel() }
-            }
+    /// Fails the batch a stuck commit left waiting, and starts a loop for the writes queued
+    /// behind it (`committing` stays true: the new loop takes over from the stuck one).
+    private func abandonCommit(_ batch: [Pending], with error: StoreTimedOut) {
+        record(batch, outcomes: nil)
+        for pending in batch { pending.completion(.failure(error)) }
+        run { await self.commitWhilePending() }
+    }
+
+    /// Awaits `call` where it stands (no task or thread hop), watched by
+    /// ``StoreCallWatchdog``: its result, or nil if ``Settings/storeTimeout`` passed first and
+    /// `abandon` ran instead. The call is then left to finish or not: a write may still land
+    /// later, which writer epochs make safe — the actor that waited for it has failed, and a new
+    /// incarnation either sees it in its recovery or, having claimed the identity first, has it
+    /// refused as stale.
+    private func watched<T>(
+        _ call: () async throws -> T, abandon: @escaping @Sendable (StoreTimedOut) -> Void
+    ) async -> Result<T, any Error>? {
+        guard let timeout = settings.storeTimeout else {
+            do { return .success(try await call()) } catch { return .failure(error) }
         }
+        let ticket = StoreCallWatchdog.shared.watch(for: timeout) { [self] in
+            queue.withLock { $0.statistics.timedOutCalls += 1 }
+            abandon(StoreTimedOut(after: timeout))
+        }
+        let result: Result<T, any Error>
+        do { result = .success(try await call()) } catch { result = .failure(error) }
+        return StoreCallWatchdog.shared.finish(ticket) ? result : nil
     }
 
     private func record(_ batch: [Pending], outcomes: [JournalOutcome]?) {
@@ -308,21 +326,5 @@ public struct StoreTimedOut: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         "the store did not answer within \(after) (a write may still be stored: a restarted actor sees it if it is)"
-    }
-}
-
-/// Resumes a continuation with whichever outcome comes first: the store's answer or the deadline.
-private final class FirstOutcome<T: Sendable>: Sendable {
-    private let taken = Atomic<Bool>(false)
-    private let continuation: CheckedContinuation<T, any Error>
-
-    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = continuation }
-
-    /// Whether this outcome was the first (and so resumed the waiter).
-    @discardableResult
-    func resolve(_ result: Result<T, any Error>) -> Bool {
-        guard !taken.exchange(true, ordering: .acquiringAndReleasing) else { return false }
-        continuation.resume(with: result)
-        return true
     }
 }
