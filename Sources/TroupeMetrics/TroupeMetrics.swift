@@ -29,6 +29,14 @@ import Troupe
 /// | `troupe_mailbox_depth` | gauge | actor | polled, named actors whose mailbox counts its depth |
 /// | `troupe_time_in_mailbox` | timer | actor | sampled messages (`SystemHooks.onMessageTimed(_:)`) |
 /// | `troupe_handler_duration` | timer | actor | sampled messages |
+/// | `troupe_<kind>_<name>` | gauge | instance | polled: a value of a `SnapshotSection` |
+/// | `troupe_<kind>_<name>_seconds` | gauges | instance, quantile | polled: a histogram of a `SnapshotSection` |
+///
+/// Sections are what other modules add to `ActorSystem.snapshot()`: TroupePersistence's
+/// `Journal` adds kind `journal` (`troupe_journal_queued_operations`,
+/// `troupe_journal_write_latency_seconds{quantile="0.99"}`, …). A histogram is reported as a
+/// summary: gauges for the quantiles 0.5, 0.9, 0.99 and 1 (the maximum) since the journal
+/// began, plus `…_seconds_count` and `…_seconds_sum`.
 ///
 /// Counters and timers are recorded on the thread where the event happens (a worker); gauges and
 /// dead-letter counts are polled every `pollInterval` on a task of their own (a last time when
@@ -170,11 +178,14 @@ final class MetricSeries: Sendable {
         }
     }
 
-    func gauge(_ label: String, actor: String? = nil) -> Gauge {
-        let key = SeriesKey(label: label, actor: actor, extra: nil)
+    func gauge(_ label: String, actor: String? = nil, extra: [(String, String)] = []) -> Gauge {
+        let key = SeriesKey(
+            label: label, actor: actor,
+            extra: extra.isEmpty ? nil : extra.map { "\($0.0)=\($0.1)" }.joined(separator: ","))
         return gauges.withLock { cache in
             if let made = cache[key] { return made }
-            let made = Gauge(label: label, dimensions: dimensions(actor: actor, extra: nil), factory: factory)
+            let made = Gauge(
+                label: label, dimensions: dimensions(actor: actor, extra: nil) + extra, factory: factory)
             cache[key] = made
             return made
         }
@@ -197,9 +208,11 @@ final class MetricSeries: Sendable {
         for (kind, delta) in increments {
             counter(TroupeMetrics.Name.deadLetters, extra: ("reason", "\(kind)")).increment(by: delta)
         }
+        let snapshot = system.snapshot()
+        report(snapshot.sections)
         // Depths: named actors whose mailbox counts them (one snapshot per poll).
         var depths: [String: Int] = [:]
-        for actor in system.snapshot().actors {
+        for actor in snapshot.actors {
             if let name = actor.name, let depth = actor.mailboxDepth { depths[name, default: 0] += depth }
         }
         let gone = depthGauges.withLock { seen in
@@ -212,7 +225,39 @@ final class MetricSeries: Sendable {
     }
 }
 
+extension MetricSeries {
+    /// Sections other modules put in the snapshot (a journal's, for one): each value as a gauge
+    /// `troupe_<kind>_<name>`, each histogram as a summary in seconds (gauges
+    /// `troupe_<kind>_<name>_seconds` with `quantile` 0.5, 0.9, 0.99 and 1 — the maximum — and
+    /// `…_seconds_count`, `…_seconds_sum`), all with the dimension `instance`.
+    func report(_ sections: [SnapshotSection]) {
+        for section in sections {
+            let instance = [("instance", section.instance)]
+            for value in section.values {
+                gauge("troupe_\(section.kind)_\(value.name)", extra: instance).record(value.value)
+            }
+            for named in section.histograms {
+                let label = "troupe_\(section.kind)_\(named.name)_seconds"
+                let histogram = named.histogram
+                for (quantile, fraction) in [("0.5", 0.5), ("0.9", 0.9), ("0.99", 0.99)] {
+                    gauge(label, extra: instance + [("quantile", quantile)]).record(
+                        histogram.percentile(fraction).seconds)
+                }
+                gauge(label, extra: instance + [("quantile", "1")]).record(histogram.maximum.seconds)
+                gauge(label + "_count", extra: instance).record(Int(clamping: histogram.count))
+                gauge(label + "_sum", extra: instance).record(Double(histogram.totalNanoseconds) / 1e9)
+            }
+        }
+    }
+}
+
 extension Duration {
+    /// In seconds, as a Double.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
     /// Whole nanoseconds, saturating.
     var wholeNanoseconds: Int64 {
         let (seconds, attoseconds) = components

@@ -93,6 +93,32 @@ import TroupeTestSupport
         }
     }
 
+    @Test func reportsSnapshotSectionsAsGaugesAndSummaries() async throws {
+        let metrics = TestMetrics()
+        try await withTestSystem(name: "sections") { system in
+            let reporter = TroupeMetrics(system: system, pollInterval: .seconds(3600), factory: metrics)
+            let latency = LatencyRecorder()
+            for microseconds in 1...100 { latency.record(.microseconds(microseconds)) }
+            system.provideSnapshotSection(key: "queue") {
+                SnapshotSection(
+                    kind: "queue", instance: "orders", values: [.init("waiting", 42)],
+                    histograms: [.init("wait", latency.histogram)])
+            }
+            reporter.poll(system)
+            let dims = [("system", "sections"), ("instance", "orders")]
+            #expect(try metrics.expectGauge("troupe_queue_waiting", dims).lastValue == 42)
+            let median = try #require(
+                try metrics.expectGauge("troupe_queue_wait_seconds", dims + [("quantile", "0.5")]).lastValue)
+            #expect(abs(median - 50e-6) <= 50e-6 * 0.125, "the median within its bucket: \(median)")
+            #expect(
+                try metrics.expectGauge("troupe_queue_wait_seconds", dims + [("quantile", "1")]).lastValue == 100e-6)
+            #expect(try metrics.expectGauge("troupe_queue_wait_seconds_count", dims).lastValue == 100)
+            let sum = try #require(try metrics.expectGauge("troupe_queue_wait_seconds_sum", dims).lastValue)
+            #expect(abs(sum - 5_050e-6) < 1e-9)
+            reporter.stop()
+        }
+    }
+
     @Test func recordsSampledTimesAsTimers() async throws {
         let metrics = TestMetrics()
         try await withTestSystem(name: "timed", introspection: .init(samplingInterval: 1)) { system in

@@ -81,7 +81,8 @@ extension ActorSystem {
             timeInMailbox: LatencyHistogram(copying: introspector.timeInMailbox),
             handlerDuration: LatencyHistogram(copying: introspector.handlerDuration),
             samplingInterval: Int(CTroupe_sampling_interval()),
-            stuckHandlers: stuckHandlerCount, deadLetters: deadLetters.total, isShuttingDown: isShuttingDown)
+            stuckHandlers: stuckHandlerCount, deadLetters: deadLetters.total, isShuttingDown: isShuttingDown,
+            sections: snapshotSections())
     }
 
     /// Handlers running past the watchdog's threshold now (0 when the watchdog is off).

@@ -7,7 +7,7 @@ internal import CTroupe
 ///
 /// Thread-safety: the settings and histogram pointers are immutable after init; the histograms
 /// are recorded into with atomic adds by any worker (`CTroupe_histogram_record`); `lanes` is
-/// locked; `closed` is an atomic, so that ``close()`` runs once.
+/// and `sections` are locked; `closed` is an atomic, so that ``close()`` runs once.
 final class Introspector: @unchecked Sendable {  // see the thread-safety contract above
     /// The process-wide sampling this system asked for (0: none); see `CTroupe_sampling_begin`.
     let samplingInterval: UInt32
@@ -22,6 +22,8 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
     /// a lane goes with its executor.
     private let serialLanes = Locked<[ObjectIdentifier: WeakLane]>([:])
     private let closed = Atomic<Bool>(false)
+    /// ``SnapshotSection`` providers, in the order they were first given.
+    private let sections = Locked<[(key: AnyHashable, provider: @Sendable () -> SnapshotSection?)]>([])
 
     struct WeakLane {
         weak var lane: JobLane?
@@ -56,6 +58,26 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
 
     func forget(serialLane lane: JobLane) {
         serialLanes.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(lane)) }
+    }
+
+    func provideSection(key: AnyHashable, _ provider: @escaping @Sendable () -> SnapshotSection?) {
+        sections.withLock { sections in
+            if let index = sections.firstIndex(where: { $0.key == key }) {
+                sections[index].provider = provider
+            } else {
+                sections.append((key, provider))
+            }
+        }
+    }
+
+    /// The providers now (called outside the lock: a provider may take locks of its own).
+    var sectionProviders: [(key: AnyHashable, provider: @Sendable () -> SnapshotSection?)] {
+        sections.withLock { $0 }
+    }
+
+    func dropSections(_ keys: [AnyHashable]) {
+        guard !keys.isEmpty else { return }
+        sections.withLock { sections in sections.removeAll { keys.contains($0.key) } }
     }
 
     /// The serial executors' lanes that still exist.

@@ -24,6 +24,9 @@ public struct SystemSnapshot: Sendable {
     public let deadLetters: Int
     /// Whether shutdown had begun.
     public let isShuttingDown: Bool
+    /// What modules and the application add (``ActorSystem/provideSnapshotSection(key:_:)``):
+    /// a journal's latencies and queue, for example.
+    public let sections: [SnapshotSection]
 }
 
 extension SystemSnapshot: CustomStringConvertible {
@@ -66,6 +69,9 @@ extension SystemSnapshot: CustomStringConvertible {
         }
         lines.append("  time in mailbox: \(timeInMailbox)")
         lines.append("  handler duration: \(handlerDuration)")
+        for section in sections {
+            lines.append(contentsOf: section.description.split(separator: "\n").map { "  \($0)" })
+        }
         return lines.joined(separator: "\n")
     }
 }

@@ -25,7 +25,8 @@ extension ActorSystem {
         persistent actor: Actor, journal: Journal, options: SpawnOptions = .default,
         settings: PersistenceSettings = PersistenceSettings()
     ) -> PersistentRef<Actor.Command> {
-        PersistentRef(
+        journal.appear(in: self)
+        return PersistentRef(
             spawn(options: options) { EventSourcedHost(actor: actor, journal: journal, settings: settings) })
     }
 
@@ -35,7 +36,8 @@ extension ActorSystem {
         persistent actor: Actor, journal: Journal, options: SpawnOptions = .default,
         settings: PersistenceSettings = PersistenceSettings()
     ) -> PersistentRef<Actor.Command> {
-        PersistentRef(
+        journal.appear(in: self)
+        return PersistentRef(
             spawn(options: options) { DurableStateHost(actor: actor, journal: journal, settings: settings) })
     }
 }

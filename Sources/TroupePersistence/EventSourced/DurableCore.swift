@@ -19,6 +19,8 @@ struct DurableCore<Command: Sendable> {
     var failure: (any Error)?
     /// Where this instance is with its recovery permit.
     var admission = Admission.none
+    /// When this instance asked to recover (for ``Journal/Statistics/recoveryLatency``).
+    var recoveryRequestedAt = ContinuousClock.now
 
     enum Admission {
         case none
@@ -33,6 +35,7 @@ struct DurableCore<Command: Sendable> {
         let me = context.ref
         let incarnation = incarnation
         admission = .waiting(hurried: false)
+        recoveryRequestedAt = .now
         journal.recoveryGate.request(token: incarnation, urgent: false) {
             me.tell(Message(kind: .admitted(incarnation: incarnation)))
         }
@@ -54,7 +57,10 @@ struct DurableCore<Command: Sendable> {
         switch admission {
         case .none: break
         case .waiting: journal.recoveryGate.cancel(incarnation)
-        case .holding(let since): journal.recoveryGate.finished(startedAt: since)
+        case .holding(let since):
+            let now = ContinuousClock.now
+            journal.recoveryGate.finished(startedAt: since, now: now)
+            journal.recoveryLatency.record(now - recoveryRequestedAt)
         }
         admission = .none
     }

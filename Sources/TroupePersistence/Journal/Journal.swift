@@ -1,3 +1,6 @@
+import Synchronization
+import Troupe
+
 /// The front of an ``PersistenceStore`` that durable actors share: it gathers their writes into
 /// batches (group commit) and gives each actor its outcome when its batch is durable.
 ///
@@ -61,6 +64,17 @@ public final class Journal: Sendable {
         public var recoveriesWaiting = 0
         /// The current bound on concurrent recoveries (it adapts; see ``RecoveryLimits``).
         public var recoveryLimit = 0
+        /// Operations waiting for the next batch now (the journal's lag behind its writers).
+        public var queuedOperations = 0
+        /// Per operation, from ``Journal/submit(_:completion:)`` to its outcome: the wait for a
+        /// batch, the commit, and the answer (what a durable actor's write waits).
+        public var writeLatency = LatencyHistogram()
+        /// Per batch, the store's commit (or the store timeout, for an abandoned one).
+        public var commitDuration = LatencyHistogram()
+        /// Per recovery that got a permit, from asking to recover (at spawn or restart) to the
+        /// end of the recovery, done or failed: the wait for a permit, the claim, the read and
+        /// the replay.
+        public var recoveryLatency = LatencyHistogram()
     }
 
     typealias Completion = @Sendable (Result<JournalOutcome, any Error>) -> Void
@@ -68,6 +82,7 @@ public final class Journal: Sendable {
     struct Pending {
         let operation: JournalOperation
         let completion: Completion
+        let submittedAt: ContinuousClock.Instant
         var eventCount: Int {
             if case .append(let append) = operation { return append.events.count }
             return 0
@@ -105,9 +120,24 @@ public final class Journal: Sendable {
         recoveryGate = RecoveryGate(limits: settings.recoveries)
     }
 
+    /// Latencies any thread records (see ``Statistics``).
+    private let writeLatency = LatencyRecorder()
+    private let commitDuration = LatencyRecorder()
+    let recoveryLatency = LatencyRecorder()
+    /// This journal's number in the process, naming its ``snapshotSection``.
+    private let number = Journal.made.add(1, ordering: .relaxed).newValue
+    private static let made = Atomic<Int>(0)
+
     /// Counters since the journal was made.
     public var statistics: Statistics {
-        var statistics = queue.withLock { $0.statistics }
+        var statistics = queue.withLock { queue in
+            var statistics = queue.statistics
+            statistics.queuedOperations = queue.pending.count
+            return statistics
+        }
+        statistics.writeLatency = writeLatency.histogram
+        statistics.commitDuration = commitDuration.histogram
+        statistics.recoveryLatency = recoveryLatency.histogram
         let gate = recoveryGate.snapshot
         statistics.recoveryLimit = gate.limit
         statistics.recoveriesActive = gate.active
@@ -123,7 +153,7 @@ public final class Journal: Sendable {
     ) {
         let start: Bool? = queue.withLock { queue in
             if queue.closed { return nil }
-            queue.pending.append(Pending(operation: operation, completion: completion))
+            queue.pending.append(Pending(operation: operation, completion: completion, submittedAt: .now))
             if queue.committing { return false }
             queue.committing = true
             return true
@@ -256,18 +286,20 @@ public final class Journal: Sendable {
             }
             if batch.isEmpty { return }
             let operations = batch.map(\.operation)
+            let started = ContinuousClock.now
             let commit = await watched({ [store] in try await store.commit(operations) }) { timedOut in
                 self.abandonCommit(batch, with: timedOut)
             }
+            guard let commit else { return }  // abandoned: its batch has failed and another loop carries on
+            commitDuration.record(.now - started)
             switch commit {
-            case nil: return  // abandoned: its batch has failed and another loop carries on
-            case .success(let outcomes)?:
+            case .success(let outcomes):
                 precondition(
                     outcomes.count == batch.count,
                     "\(type(of: store)).commit returned \(outcomes.count) outcomes for \(batch.count) operations")
                 record(batch, outcomes: outcomes)
                 for (pending, outcome) in zip(batch, outcomes) { pending.completion(.success(outcome)) }
-            case .failure(let error)?:
+            case .failure(let error):
                 record(batch, outcomes: nil)
                 for pending in batch { pending.completion(.failure(error)) }
             }
@@ -277,6 +309,7 @@ public final class Journal: Sendable {
     /// Fails the batch a stuck commit left waiting, and starts a loop for the writes queued
     /// behind it (`committing` stays true: the new loop takes over from the stuck one).
     private func abandonCommit(_ batch: [Pending], with error: StoreTimedOut) {
+        commitDuration.record(error.after)
         record(batch, outcomes: nil)
         for pending in batch { pending.completion(.failure(error)) }
         run { await self.commitWhilePending() }
@@ -303,7 +336,11 @@ public final class Journal: Sendable {
         return StoreCallWatchdog.shared.finish(ticket) ? result : nil
     }
 
+    /// Counts a batch's outcome and its operations' latencies (before their completions run, so
+    /// that a writer that has its answer finds it counted).
     private func record(_ batch: [Pending], outcomes: [JournalOutcome]?) {
+        let now = ContinuousClock.now
+        for pending in batch { writeLatency.record(now - pending.submittedAt) }
         queue.withLock { queue in
             queue.statistics.batches += 1
             queue.statistics.operations += batch.count
@@ -316,6 +353,36 @@ public final class Journal: Sendable {
                 queue.statistics.events += pending.eventCount
             }
         }
+    }
+}
+
+extension Journal {
+    /// The journal's ``statistics`` as a section of `ActorSystem.snapshot()` (kind `journal`),
+    /// which also puts them in TroupeMetrics. A journal provides it to each system that spawns
+    /// a durable actor on it, for as long as the journal exists.
+    public var snapshotSection: SnapshotSection {
+        let statistics = statistics
+        return SnapshotSection(
+            kind: "journal", instance: "\(type(of: store)) #\(number)",
+            values: [
+                .init("batches", statistics.batches), .init("operations", statistics.operations),
+                .init("events", statistics.events), .init("largest_batch", statistics.largestBatch),
+                .init("failed_batches", statistics.failedBatches), .init("timed_out_calls", statistics.timedOutCalls),
+                .init("queued_operations", statistics.queuedOperations),
+                .init("recoveries_admitted", statistics.recoveriesAdmitted),
+                .init("recoveries_active", statistics.recoveriesActive),
+                .init("recoveries_waiting", statistics.recoveriesWaiting),
+                .init("recovery_limit", statistics.recoveryLimit),
+            ],
+            histograms: [
+                .init("write_latency", statistics.writeLatency), .init("commit_duration", statistics.commitDuration),
+                .init("recovery_latency", statistics.recoveryLatency),
+            ])
+    }
+
+    /// Puts this journal's section in `system`'s snapshots (idempotent).
+    func appear(in system: ActorSystem) {
+        system.provideSnapshotSection(key: ObjectIdentifier(self)) { [weak self] in self?.snapshotSection }
     }
 }
 

@@ -64,8 +64,7 @@ final class RecoveryGate: Sendable {
     }
 
     /// A recovery admitted at `start` finished: frees its permit and adapts the limit.
-    func finished(startedAt start: ContinuousClock.Instant) {
-        let now = ContinuousClock.now
+    func finished(startedAt start: ContinuousClock.Instant, now: ContinuousClock.Instant = .now) {
         var toAdmit: [Waiting] = []
         state.withLock { state in
             state.active -= 1

@@ -1,0 +1,42 @@
+import Testing
+import Troupe
+import TroupePersistence
+import TroupeTestSupport
+
+/// A journal's latencies and counters, in `statistics` and in `system.snapshot()`.
+@Suite struct JournalObservabilityTests {
+    @Test func writesCommitsAndRecoveriesAreTimedAndShownInTheSnapshot() async throws {
+        let journal = Journal(store: InMemoryStore())
+        let system = makeTestSystem()
+        #expect(system.snapshot().sections.isEmpty)
+        let account = system.spawn(persistent: Account(persistenceID: "observed"), journal: journal)
+        for amount in 1...20 { _ = try await account.ask(timeout: .seconds(10)) { .deposit(amount, $0) } }
+        let statistics = journal.statistics
+        // The claim and the 20 appends, each timed from submit to outcome.
+        #expect(statistics.operations == 21)
+        #expect(statistics.writeLatency.count == 21)
+        #expect(statistics.commitDuration.count == UInt64(statistics.batches))
+        #expect(statistics.recoveryLatency.count == 1)
+        #expect(statistics.queuedOperations == 0)
+        #expect(statistics.writeLatency.maximum >= statistics.writeLatency.percentile(0.5))
+
+        let sections = system.snapshot().sections.filter { $0.kind == "journal" }
+        #expect(sections.count == 1)
+        let section = try #require(sections.first)
+        #expect(section.instance.hasPrefix("InMemoryStore #"))
+        let values = Dictionary(uniqueKeysWithValues: section.values.map { ($0.name, $0.value) })
+        #expect(values["operations"] == 21)
+        #expect(values["events"] == 20)
+        #expect(values["queued_operations"] == 0)
+        #expect(section.histograms.map(\.name) == ["write_latency", "commit_duration", "recovery_latency"])
+        #expect(section.histograms[0].histogram.count == 21)
+        #expect(system.snapshot().description.contains("journal InMemoryStore #"))
+
+        // A second actor on the same journal does not add a second section.
+        let other = system.spawn(persistent: Account(persistenceID: "other"), journal: journal)
+        _ = try await other.ask(timeout: .seconds(10)) { .deposit(1, $0) }
+        #expect(system.snapshot().sections.filter { $0.kind == "journal" }.count == 1)
+        await system.shutdown()
+        await journal.shutdown()
+    }
+}
