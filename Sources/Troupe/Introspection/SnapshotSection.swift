@@ -9,10 +9,7 @@ public struct SnapshotSection: Sendable, Hashable {
         /// A short name in snake case (`queued_operations`): metrics exporters use it as it is.
         public var name: String
         public var value: Int
-        public init(_ name: String, _ value: Int) {
-            self.name = name
-            self.value = value
-        }
+        public init(_ name: String, _ value: Int) { (self.name, self.value) = (name, value) }
     }
 
     /// A latency histogram.
@@ -20,10 +17,7 @@ public struct SnapshotSection: Sendable, Hashable {
         /// A short name in snake case (`write_latency`).
         public var name: String
         public var histogram: LatencyHistogram
-        public init(_ name: String, _ histogram: LatencyHistogram) {
-            self.name = name
-            self.histogram = histogram
-        }
+        public init(_ name: String, _ histogram: LatencyHistogram) { (self.name, self.histogram) = (name, histogram) }
     }
 
     /// What the section is about, in snake case (`journal`): metrics exporters prefix names with
