@@ -338,26 +338,27 @@ public final class PostgresStore: PersistenceStore {
                     SELECT DISTINCT abs(hashtext(name)) % \(unescaped: String(Self.stripes)) AS stripe FROM unnest(\(names)::text[]) AS name
                     ORDER BY 1) AS locked
                 """, logger: logger)
+            // The new epochs and where each history ends, in one statement: its snapshot is
+            // taken after the locks above were granted, so it sees every append that held them.
+            // The ends are read backwards on the primary keys (one index probe per identity,
+            // however long its history).
             var epochs: [String: Int64] = [:]
-            for try await (id, epoch) in try await connection.query(
-                """
-                INSERT INTO troupe_writers (persistence_id, epoch) SELECT unnest(\(names)::text[]), 1
-                ON CONFLICT (persistence_id) DO UPDATE SET epoch = troupe_writers.epoch + 1
-                RETURNING persistence_id, epoch
-                """, logger: logger
-            ).decode((String, Int64).self) {
-                epochs[id] = epoch
-            }
             var lasts: [String: Int64] = [:]
-            for try await (id, last) in try await connection.query(
+            for try await (id, epoch, last) in try await connection.query(
                 """
-                SELECT persistence_id, max(sequence_nr) FROM (
-                    SELECT persistence_id, sequence_nr FROM troupe_events WHERE persistence_id = ANY(\(names)::text[])
-                    UNION ALL
-                    SELECT persistence_id, sequence_nr FROM troupe_snapshots WHERE persistence_id = ANY(\(names)::text[])
-                ) AS stored GROUP BY persistence_id
+                WITH claimed AS (
+                    INSERT INTO troupe_writers (persistence_id, epoch) SELECT unnest(\(names)::text[]), 1
+                    ON CONFLICT (persistence_id) DO UPDATE SET epoch = troupe_writers.epoch + 1
+                    RETURNING persistence_id, epoch)
+                SELECT c.persistence_id, c.epoch, coalesce(greatest(
+                    (SELECT e.sequence_nr FROM troupe_events e WHERE e.persistence_id = c.persistence_id
+                     ORDER BY e.sequence_nr DESC LIMIT 1),
+                    (SELECT s.sequence_nr FROM troupe_snapshots s WHERE s.persistence_id = c.persistence_id
+                     ORDER BY s.sequence_nr DESC LIMIT 1)), 0)
+                FROM claimed c
                 """, logger: logger
-            ).decode((String, Int64).self) {
+            ).decode((String, Int64, Int64).self) {
+                epochs[id] = epoch
                 lasts[id] = last
             }
             for index in round {
@@ -459,67 +460,38 @@ public final class PostgresStore: PersistenceStore {
     // MARK: Reading
 
     public func history(of id: PersistenceID) async throws -> StoredHistory {
-        let name = id.rawValue
-        var snapshot: SerializedSnapshot?
-        for try await (number, type, version, payload) in try await client.query(
-            """
-            SELECT sequence_nr, type_name, type_version, payload FROM troupe_snapshots
-            WHERE persistence_id = \(name) ORDER BY sequence_nr DESC LIMIT 1
-            """, logger: logger
-        ).decode((Int64, String, Int32, ByteBuffer).self) {
-            snapshot = SerializedSnapshot(
-                sequenceNumber: number,
-                state: SerializedEvent(typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
-            )
-        }
-        var events: [StoredEvent] = []
-        for try await (number, type, version, payload) in try await client.query(
-            """
-            SELECT sequence_nr, type_name, type_version, payload FROM troupe_events
-            WHERE persistence_id = \(name) AND sequence_nr > \(snapshot?.sequenceNumber ?? 0) ORDER BY sequence_nr
-            """, logger: logger
-        ).decode((Int64, String, Int32, ByteBuffer).self) {
-            events.append(
-                StoredEvent(
-                    persistenceID: id, sequenceNumber: number,
-                    event: SerializedEvent(
-                        typeName: type, version: Int(version), payload: Array(payload.readableBytesView))))
-        }
-        return StoredHistory(snapshot: snapshot, events: events)
+        try await histories(of: [id])[id] ?? StoredHistory(snapshot: nil, events: [])
     }
 
-    /// One query for the snapshots and one for the events of all `ids`.
+    /// One statement (one consistent view) for the newest snapshot of each of `ids` and the
+    /// events after it: each read on the primary keys from where it starts (index probes per
+    /// identity, never the events a snapshot covers).
     public func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory] {
-        let names = ids.map(\.rawValue)
+        let names = Array(Set(ids.map(\.rawValue)))
         var snapshots: [String: SerializedSnapshot] = [:]
-        for try await (id, number, type, version, payload) in try await client.query(
-            """
-            SELECT DISTINCT ON (persistence_id) persistence_id, sequence_nr, type_name, type_version, payload
-            FROM troupe_snapshots WHERE persistence_id = ANY(\(names)::text[]) ORDER BY persistence_id, sequence_nr DESC
-            """, logger: logger
-        ).decode((String, Int64, String, Int32, ByteBuffer).self) {
-            snapshots[id] = SerializedSnapshot(
-                sequenceNumber: number,
-                state: SerializedEvent(typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
-            )
-        }
-        let snapshotIDs = Array(snapshots.keys)
-        let snapshotNumbers = snapshotIDs.map { snapshots[$0]!.sequenceNumber }
         var events: [String: [StoredEvent]] = [:]
-        for try await (id, number, type, version, payload) in try await client.query(
+        for try await (kind, id, number, type, version, payload) in try await client.query(
             """
-            SELECT e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload FROM troupe_events e
-            LEFT JOIN unnest(\(snapshotIDs)::text[], \(snapshotNumbers)::int8[]) AS m(persistence_id, last)
-                ON e.persistence_id = m.persistence_id
-            WHERE e.persistence_id = ANY(\(names)::text[]) AND e.sequence_nr > coalesce(m.last, 0)
-            ORDER BY e.persistence_id, e.sequence_nr
+            WITH newest AS (
+                SELECT n.name, s.sequence_nr, s.type_name, s.type_version, s.payload
+                FROM unnest(\(names)::text[]) AS n(name)
+                LEFT JOIN LATERAL (SELECT sequence_nr, type_name, type_version, payload FROM troupe_snapshots
+                                   WHERE persistence_id = n.name ORDER BY sequence_nr DESC LIMIT 1) s ON true)
+            SELECT 0, name, sequence_nr, type_name, type_version, payload FROM newest WHERE sequence_nr IS NOT NULL
+            UNION ALL
+            SELECT 1, e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload FROM newest
+            JOIN LATERAL (SELECT persistence_id, sequence_nr, type_name, type_version, payload FROM troupe_events
+                          WHERE persistence_id = newest.name AND sequence_nr > coalesce(newest.sequence_nr, 0)) e ON true
+            ORDER BY 2, 1, 3
             """, logger: logger
-        ).decode((String, Int64, String, Int32, ByteBuffer).self) {
-            events[id, default: []].append(
-                StoredEvent(
-                    persistenceID: PersistenceID(id), sequenceNumber: number,
-                    event: SerializedEvent(
-                        typeName: type, version: Int(version), payload: Array(payload.readableBytesView))))
+        ).decode((Int32, String, Int64, String, Int32, ByteBuffer).self) {
+            let stored = SerializedEvent(typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
+            if kind == 0 {
+                snapshots[id] = SerializedSnapshot(sequenceNumber: number, state: stored)
+            } else {
+                events[id, default: []].append(
+                    StoredEvent(persistenceID: PersistenceID(id), sequenceNumber: number, event: stored))
+            }
         }
         var histories: [PersistenceID: StoredHistory] = [:]
         for id in ids {
