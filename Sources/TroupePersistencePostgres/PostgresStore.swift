@@ -485,7 +485,8 @@ public final class PostgresStore: PersistenceStore {
             ORDER BY 2, 1, 3
             """, logger: logger
         ).decode((Int32, String, Int64, String, Int32, ByteBuffer).self) {
-            let stored = SerializedEvent(typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
+            let stored = SerializedEvent(
+                typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
             if kind == 0 {
                 snapshots[id] = SerializedSnapshot(sequenceNumber: number, state: stored)
             } else {
