@@ -120,9 +120,14 @@ struct PostgresBenchServer: Sendable {
         let client = PostgresClient(
             configuration: configuration(database: database), backgroundLogger: Logger(label: "bench"))
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
+            // As PostgresStore.connect does: wait until the runner is about to enter `run()`, so
+            // that the first query does not lease before it (postgres-nio warns then).
+            await withCheckedContinuation { (entering: CheckedContinuation<Void, Never>) in
+                group.addTask {
+                    entering.resume()
+                    await client.run()
+                    return nil
+                }
             }
             let result = try await body(client)
             group.cancelAll()
