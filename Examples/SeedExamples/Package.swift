@@ -49,6 +49,8 @@ let package = Package(
             dependencies: [
                 "ExampleSupport",
                 .product(name: "Troupe", package: "Troupe"),
+                .product(name: "TroupePersistence", package: "Troupe"),
+                .product(name: "TroupePersistenceSQLite", package: "Troupe"),
                 .product(name: "TroupePromises", package: "Troupe"),
             ],
             path: "Sources/ReactorFlow"

@@ -1,12 +1,16 @@
 // Reactor's flow on Troupe, with TroupePromises' FetchFlow: is there valid persisted data? Use it.
 // Otherwise fetch from the network (if connected), parse, persist, and report any error on the
-// way. The store and the network are actors (the network is simulated in process); each path of
-// the flow is run and checked: a network fetch that is saved, a cache hit, stale data refreshed,
-// fresh data on demand, and the errors (offline, request failed, unparsable data).
+// way. The store is a durable actor on an SQLite file (TroupePersistence), the network an actor
+// simulated in process; each path of the flow is run and checked: a network fetch that is saved,
+// a cache hit, stale data refreshed, fresh data on demand, the errors (offline, request failed,
+// unparsable data), and a restart that finds what was saved on disk, with the network offline.
 
+import Foundation
 import Synchronization
 import ExampleSupport
 import Troupe
+import TroupePersistence
+import TroupePersistenceSQLite
 import TroupePromises
 
 #if canImport(Glibc)
@@ -58,36 +62,52 @@ enum StoreError: Error, CustomStringConvertible {
     }
 }
 
-/// The persistence store: authors kept as JSON, each valid until invalidated.
-struct AuthorStore: ActorDefinition {
-    enum Message: Sendable {
+/// The persistence store: authors kept as JSON, each valid until invalidated. A durable-state
+/// actor: each change is saved (as the next revision of its whole state) before it is
+/// answered, and a new incarnation — after a restart of the program — reads the saved state back.
+struct AuthorStore: DurableStateActor {
+    enum Command: Sendable {
         case load(String, Reply<Author>)
         case save(String, Author, Reply<Author>)
-        case invalidate(String)
+        case invalidate(String, Reply<Bool>)
         case keys(Reply<[String]>)
     }
 
-    var entries: [String: (json: JSONObject, valid: Bool)] = [:]
+    struct Entry: Codable, Sendable {
+        var json: JSONObject
+        var valid: Bool
+    }
 
-    mutating func receive(_ message: Message, context: ActorContext<Message>) {
-        switch message {
+    var persistenceID: PersistenceID { "authors" }
+    var emptyState: [String: Entry] { [:] }
+    static let stateCodec = PersistenceCodec<[String: Entry]>.json(typeName: "author-store")
+
+    func handle(
+        _ command: Command, state: [String: Entry], context: DurableStateContext<Self>
+    ) -> StateEffect<Self> {
+        switch command {
         case .load(let key, let reply):
-            guard let entry = entries[key] else {
+            guard let entry = state[key] else {
                 reply.fail(StoreError.missing(key))
-                return
+                return .none
             }
             guard entry.valid else {
                 reply.fail(StoreError.stale(key))
-                return
+                return .none
             }
             reply.complete { try Author.map(entry.json) }
+            return .none
         case .save(let key, let author, let reply):
-            entries[key] = (author.json, true)
-            reply.succeed(author)
-        case .invalidate(let key):
-            entries[key]?.valid = false
+            var state = state
+            state[key] = Entry(json: author.json, valid: true)
+            return .save(state).thenReply(reply) { _ in author }  // answered once it is on disk
+        case .invalidate(let key, let reply):
+            guard state[key] != nil else { return .reply(reply, false) }
+            var state = state
+            state[key]?.valid = false
+            return .save(state).thenReply(reply) { _ in true }
         case .keys(let reply):
-            reply.succeed(entries.keys.sorted())
+            return .reply(reply, state.keys.sorted())
         }
     }
 }
@@ -193,8 +213,17 @@ struct ReactorFlow {
     static let notFetched = ["source▶", "source✗"]
 
     static func main() async throws {
+        // A throw-away database: a real SQLite file, removed at the end.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "reactor-flow-\(UInt64.random(in: 0...UInt64.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("authors.sqlite").path
+        let sqlite = try await SQLiteStore.open(path: path)
+        let journal = Journal(store: sqlite)
+
         let system = ActorSystem(configuration: ActorSystem.Configuration(name: "reactor"))
-        let store = system.spawn(AuthorStore(), options: SpawnOptions(name: "store"))
+        let store = system.spawn(persistent: AuthorStore(), journal: journal, options: SpawnOptions(name: "store"))
         let network = system.spawn(
             Network(server: [
                 "/authors/ada": ["name": "Ada Lovelace"],
@@ -209,9 +238,9 @@ struct ReactorFlow {
                 .map { json in try Author.map(json) }
         }
         var flow = FetchFlow<String, Author>(
-            loadFromPersistence: { key in store.askPromise { .load(key, $0) } },
+            loadFromPersistence: { key in store.actorRef.askPromise { .command(.load(key, $0)) } },
             source: source,
-            saveToPersistence: { key, author in store.askPromise { .save(key, author, $0) } })
+            saveToPersistence: { key, author in store.actorRef.askPromise { .command(.save(key, author, $0)) } })
         // Extending the persistence step: see why the store missed, an error the fallback hides.
         let log = FlowLog()
         flow.observeLoadFailure { key, error in log.miss("\(key): \(rootCause(error))") }
@@ -273,7 +302,7 @@ struct ReactorFlow {
         let keysAfterErrors = try await store.ask { .keys($0) }
         check(keysAfterErrors == ["ada"], "failed fetches saved nothing (store holds \(keysAfterErrors))")
 
-        store.tell(.invalidate("ada"))
+        check(try await store.ask { .invalidate("ada", $0) }, "ada was stored, and is now invalid")
         await run(
             "Persisted data no longer valid: refreshed from the network", flow.fetch("ada"),
             steps: miss + fetched, .author("Ada Lovelace"))
@@ -294,6 +323,32 @@ struct ReactorFlow {
         check(requests == 6, "only the paths that needed the network used it (got \(requests))")
 
         await system.shutdown()
+        await journal.shutdown()
+        try await sqlite.close()
+
+        step("The program restarts, offline: what was saved is read back from the file")
+        let reopened = try await SQLiteStore.open(path: path)
+        let secondJournal = Journal(store: reopened)
+        let second = ActorSystem(configuration: ActorSystem.Configuration(name: "reactor-restarted"))
+        let storeAgain = second.spawn(persistent: AuthorStore(), journal: secondJournal)
+        let offline = second.spawn(Network(server: [:], connected: false))
+        let afterRestart = FetchFlow<String, Author>(
+            loadFromPersistence: { key in storeAgain.actorRef.askPromise { .command(.load(key, $0)) } },
+            source: { key in
+                offline.askPromise { .request(Resource(path: "/authors/\(key)"), $0) }.map { try Author.map($0) }
+            },
+            saveToPersistence: { key, author in storeAgain.actorRef.askPromise { .command(.save(key, author, $0)) } })
+        let keysAfterRestart = try await storeAgain.ask { .keys($0) }
+        print("the store holds after the restart: \(keysAfterRestart)")
+        check(keysAfterRestart == ["ada", "grace"], "both saved authors survived the restart")
+        let grace = try await afterRestart.fetch("grace").get()
+        print("result: \(grace)")
+        check(grace == Author(name: "Grace Hopper"), "grace came from the file, with the network offline")
+        let reachedServer = try await offline.ask { .requestCount($0) }
+        check(reachedServer == 0, "nothing reached the network after the restart (got \(reachedServer))")
+        await second.shutdown()
+        await secondJournal.shutdown()
+        try await reopened.close()
         print("\nreactor-flow: all checks passed")
     }
 
