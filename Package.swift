@@ -174,7 +174,7 @@ let package = Package(
         // Durable actors: the store protocol, group commit, event-sourced actors (no database).
         .target(
             name: "TroupePersistence",
-            dependencies: ["Troupe", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Troupe", "TroupeLocks", .product(name: "Logging", package: "swift-log")],
             path: "Sources/TroupePersistence"
         ),
         .target(
@@ -207,7 +207,7 @@ let package = Package(
             name: "TroupePersistenceTests",
             dependencies: [
                 "TroupePersistence", "TroupePersistenceSQLite", "TroupePersistencePostgres", "Troupe",
-                "TroupeTestSupport",
+                "TroupeLocks", "TroupeTestSupport",
                 "TroupeTesting",
                 "troupe-persistence-crash-writer",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),

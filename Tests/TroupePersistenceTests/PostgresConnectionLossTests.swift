@@ -6,6 +6,7 @@ import Troupe
 import TroupePersistence
 import TroupePersistencePostgres
 import TroupeTestSupport
+internal import TroupeLocks
 
 /// PostgreSQL goes away while actors write: the server drops every connection of the store (what
 /// a failover or a network cut looks like to the client), or the server itself stops and starts
@@ -159,10 +160,10 @@ final class WriteLedger: Sendable {
         var failures: [AskError] = []
         var writing = true
     }
-    private let counts: LockedValue<Counts>
+    private let counts: Locked<Counts>
 
     init(accounts: Int) {
-        counts = LockedValue(
+        counts = Locked(
             Counts(acknowledged: Array(repeating: 0, count: accounts), attempted: Array(repeating: 0, count: accounts)))
     }
 

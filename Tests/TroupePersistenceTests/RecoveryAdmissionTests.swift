@@ -2,13 +2,14 @@ import Testing
 import Troupe
 @testable import TroupePersistence
 import TroupeTestSupport
+internal import TroupeLocks
 
 /// An in-memory store whose reads take `readDelay`, recording their order and how many ran at
 /// once.
 final class ObservedStore: PersistenceStore {
     let inner = InMemoryStore()
     let readDelay: Duration
-    private let reads = LockedValue<(order: [PersistenceID], running: Int, most: Int)>(([], 0, 0))
+    private let reads = Locked<(order: [PersistenceID], running: Int, most: Int)>(([], 0, 0))
 
     init(readDelay: Duration) { self.readDelay = readDelay }
 

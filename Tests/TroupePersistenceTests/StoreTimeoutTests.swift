@@ -2,16 +2,17 @@ import Testing
 import Troupe
 import TroupePersistence
 import TroupeTestSupport
+internal import TroupeLocks
 
 /// An in-memory store whose first `hangs` commits answer only after `delay` (an hour: never, as
 /// a driver that lost its connection without noticing).
 final class HangingStore: PersistenceStore {
     let inner = InMemoryStore()
-    private let hangsLeft: LockedValue<Int>
+    private let hangsLeft: Locked<Int>
     private let delay: Duration
 
     init(hangs: Int, delay: Duration = .seconds(3_600)) {
-        hangsLeft = LockedValue(hangs)
+        hangsLeft = Locked(hangs)
         self.delay = delay
     }
 

@@ -1,5 +1,6 @@
 import Synchronization
 import Troupe
+internal import TroupeLocks
 
 /// The front of an ``PersistenceStore`` that durable actors share: it gathers their writes into
 /// batches (group commit) and gives each actor its outcome when its batch is durable.
@@ -101,11 +102,11 @@ public final class Journal: Sendable {
     public let settings: Settings
     /// Where commits run (nil: Swift's global executor).
     private let executor: (any TaskExecutor)?
-    private let queue = LockedValue(Queue())
+    private let queue = Locked(Queue())
     /// Admits recoveries a few at a time.
     let recoveryGate: RecoveryGate
     /// History reads waiting for the next batched read, and whether one is in flight.
-    private let reads = LockedValue<
+    private let reads = Locked<
         (pending: [(PersistenceID, CheckedContinuation<StoredHistory, any Error>)], reading: Bool)
     >(
         ([], false))
@@ -124,6 +125,11 @@ public final class Journal: Sendable {
     private let writeLatency = LatencyRecorder()
     private let commitDuration = LatencyRecorder()
     let recoveryLatency = LatencyRecorder()
+    /// The systems whose snapshots show this journal's section (weakly: a system may go first).
+    private let shownIn = Locked<[WeakSystem]>([])
+    struct WeakSystem {
+        weak var system: ActorSystem?
+    }
     /// This journal's number in the process, naming its ``snapshotSection``.
     private let number = Journal.made.add(1, ordering: .relaxed).newValue
     private static let made = Atomic<Int>(0)
@@ -189,10 +195,7 @@ public final class Journal: Sendable {
     }
 
     /// Starts `body` as a task on the journal's executor.
-    private func run(_ body: @escaping @Sendable () async -> Void) { _ = task(body) }
-
-    /// Starts `body` as a task on the journal's executor and returns it.
-    private func task(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+    private func run(_ body: @escaping @Sendable () async -> Void) {
         if let executor {
             Task(executorPreference: executor) { await body() }
         } else {
@@ -380,8 +383,16 @@ extension Journal {
             ])
     }
 
-    /// Puts this journal's section in `system`'s snapshots (idempotent).
+    /// Puts this journal's section in `system`'s snapshots, once per system: called at every
+    /// durable spawn, it costs one uncontended lock when the system already shows it.
     func appear(in system: ActorSystem) {
+        let known = shownIn.withLock { shown in
+            if shown.contains(where: { $0.system === system }) { return true }
+            shown.removeAll { $0.system == nil }
+            shown.append(WeakSystem(system: system))
+            return false
+        }
+        if known { return }
         system.provideSnapshotSection(key: ObjectIdentifier(self)) { [weak self] in self?.snapshotSection }
     }
 }

@@ -1,3 +1,5 @@
+internal import TroupeLocks
+
 /// Admits recoveries a few at a time, so that thousands of actors starting at once (a deploy, a
 /// node restart) do not all read the store together: each waits for a permit, and actors with
 /// commands waiting are admitted before those without.
@@ -23,11 +25,11 @@ final class RecoveryGate: Sendable {
     }
 
     let limits: RecoveryLimits
-    private let state: LockedValue<State>
+    private let state: Locked<State>
 
     init(limits: RecoveryLimits) {
         self.limits = limits
-        state = LockedValue(State(window: RecoveryWindow(limits: limits)))
+        state = Locked(State(window: RecoveryWindow(limits: limits)))
     }
 
     /// Calls `admit` (now, or later from the thread that frees a permit) once a permit is

@@ -1,3 +1,5 @@
+internal import TroupeLocks
+
 /// An ``PersistenceStore`` in this process's memory: for unit tests and examples, never for data
 /// that must outlive the process. It enforces the same rules as the database stores (one
 /// writer per identity, no gap, no duplicate, each operation all or nothing), so a test that
@@ -10,7 +12,7 @@ public final class InMemoryStore: PersistenceStore {
         var state: StoredState?
     }
 
-    private let entries = LockedValue<[PersistenceID: Entry]>([:])
+    private let entries = Locked<[PersistenceID: Entry]>([:])
 
     public init() {}
 

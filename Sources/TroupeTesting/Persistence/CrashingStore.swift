@@ -1,4 +1,5 @@
 import TroupePersistence
+internal import TroupeLocks
 
 /// A persistence store that crashes where a seed says, for testing what durable actors do
 /// when the process dies mid-write.
@@ -50,7 +51,7 @@ public final class CrashingStore: PersistenceStore {
     public let point: CrashPoint
     /// For ``CrashPoint/midBatch``: the share of the batch's operations stored.
     private let storedShare: Double
-    private let state = LockedValue<(commits: Int, crashed: Bool)>((0, false))
+    private let state = Locked<(commits: Int, crashed: Bool)>((0, false))
 
     /// A store that crashes at a commit and point chosen by `seed` among the first
     /// `withinCommits` commits.
