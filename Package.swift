@@ -42,9 +42,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.1.0"),
-        // TroupeCluster's transport and handshake.
+        // TroupeCluster's transport.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // Only for TroupeClusterTests' cross-check of the handshake's HMAC (postgres-nio uses it too).
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        // TroupeClusterTLS.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // `swift package generate-documentation` (scripts/docs.sh); a command plugin, never linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.4.0"),
@@ -110,7 +112,6 @@ let package = Package(
                 "Troupe", "TroupeLocks", "TroupeClusterMembership",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -162,6 +163,8 @@ let package = Package(
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                // HMACSHA256Tests cross-checks the handshake's HMAC against swift-crypto's.
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/TroupeClusterTests"
         ),
@@ -301,18 +304,42 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// CI's sanitizer stages build without the TLS layer (TROUPE_CI_WITHOUT_TLS=1): it is a thin
-// Swift layer over swift-nio-ssl, tested in the plain test stage, and leaving it out spares two
-// sanitized builds of BoringSSL. Users never set this.
-if Context.environment["TROUPE_CI_WITHOUT_TLS"] == "1" {
-    package.products.removeAll { $0.name == "TroupeClusterTLS" }
-    package.targets.removeAll { $0.name == "TroupeClusterTLS" || $0.name == "TroupeClusterTLSTests" }
-    package.dependencies.removeAll { $0.kind.isSwiftNIOSSL }
+// CI's sanitizer stages build a subset (TROUPE_CI_SANITIZER_BUILD=1): without TroupeClusterTLS
+// (a thin Swift layer over swift-nio-ssl) and TroupePersistencePostgres (a thin layer over
+// postgres-nio), both tested in the plain test stage. Leaving them out spares each sanitized build
+// two copies of BoringSSL (swift-nio-ssl's, and swift-crypto's through postgres-nio), several
+// minutes each on CI's 2 cores; TroupeClusterTests' cross-check of the handshake's HMAC against
+// swift-crypto goes too (its published test vectors stay). Users never set this.
+if Context.environment["TROUPE_CI_SANITIZER_BUILD"] == "1" {
+    let leftOut: Set = ["TroupeClusterTLS", "TroupeClusterTLSTests", "TroupePersistencePostgres"]
+    package.products.removeAll { leftOut.contains($0.name) }
+    package.targets.removeAll { leftOut.contains($0.name) }
+    for target in package.targets {
+        target.dependencies.removeAll { $0.isLeftOutOfSanitizerBuilds(leftOut) }
+        // The tests and the crash writer compile their PostgreSQL and swift-crypto parts out.
+        if target.type == .test || target.name == "troupe-persistence-crash-writer" {
+            target.swiftSettings = (target.swiftSettings ?? []) + [.define("TROUPE_CI_SANITIZER_BUILD")]
+        }
+    }
+    package.dependencies.removeAll { $0.kind.isLeftOutOfSanitizerBuilds }
+}
+
+extension Target.Dependency {
+    fileprivate func isLeftOutOfSanitizerBuilds(_ targets: Set<String>) -> Bool {
+        switch self {
+        case .targetItem(let name, _), .byNameItem(let name, _): return targets.contains(name)
+        case .productItem(let name, let package, _, _):
+            return ["swift-nio-ssl", "postgres-nio", "swift-crypto"].contains(package ?? "") || targets.contains(name)
+        @unknown default: return false
+        }
+    }
 }
 
 extension Package.Dependency.Kind {
-    fileprivate var isSwiftNIOSSL: Bool {
-        if case .sourceControl(_, let location, _) = self { return location.hasSuffix("/swift-nio-ssl.git") }
+    fileprivate var isLeftOutOfSanitizerBuilds: Bool {
+        if case .sourceControl(_, let location, _) = self {
+            return ["/swift-nio-ssl.git", "/postgres-nio.git", "/swift-crypto.git"].contains { location.hasSuffix($0) }
+        }
         return false
     }
 }

@@ -1,173 +1,181 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
-import Testing
-import Troupe
-import TroupePersistence
-import TroupePersistencePostgres
-import TroupeTestSupport
-internal import TroupeLocks
+// Not compiled in CI's sanitizer builds, which leave TroupePersistencePostgres out.
+#if !TROUPE_CI_SANITIZER_BUILD
+    #if canImport(Glibc)
+        import Glibc
+    #endif
+    import Testing
+    import Troupe
+    import TroupePersistence
+    import TroupePersistencePostgres
+    import TroupeTestSupport
+    internal import TroupeLocks
 
-/// PostgreSQL goes away while actors write: the server drops every connection of the store (what
-/// a failover or a network cut looks like to the client), or the server itself stops and starts
-/// again. Writes in flight fail with a typed error or succeed, none hangs, nothing acknowledged
-/// is lost, and the same store writes again on new connections without being reopened.
-@Suite(.enabled(if: PostgresTestServer.configured != nil, "needs a PostgreSQL server (scripts/postgres.sh start)"))
-struct PostgresConnectionLossTests {
-    @Test func connectionsDroppedMidStreamLoseNothingAcknowledgedAndTheStoreRecovers() async throws {
-        let server = try #require(PostgresTestServer.configured)
-        try await writeWhileCutting(server: server) { database in
-            try? await server.administer(
-                """
-                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                WHERE datname = '\(database)' AND pid <> pg_backend_pid()
-                """)
+    /// PostgreSQL goes away while actors write: the server drops every connection of the store (what
+    /// a failover or a network cut looks like to the client), or the server itself stops and starts
+    /// again. Writes in flight fail with a typed error or succeed, none hangs, nothing acknowledged
+    /// is lost, and the same store writes again on new connections without being reopened.
+    @Suite(.enabled(if: PostgresTestServer.configured != nil, "needs a PostgreSQL server (scripts/postgres.sh start)"))
+    struct PostgresConnectionLossTests {
+        @Test func connectionsDroppedMidStreamLoseNothingAcknowledgedAndTheStoreRecovers() async throws {
+            let server = try #require(PostgresTestServer.configured)
+            try await writeWhileCutting(server: server) { database in
+                try? await server.administer(
+                    """
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE datname = '\(database)' AND pid <> pg_backend_pid()
+                    """)
+            }
         }
-    }
 
-    /// A real stop and start, on a server of this test's own (port 55442: restarting the shared
-    /// one would cut the other suites' connections too).
-    @Test func aServerRestartedMidStreamLosesNothingAcknowledged() async throws {
-        let script = PrivatePostgres.script
-        guard PrivatePostgres.run("\(script) start > /dev/null") == 0 else {
-            Issue.record("could not start a PostgreSQL server with \(script) start")
-            return
+        /// A real stop and start, on a server of this test's own (port 55442: restarting the shared
+        /// one would cut the other suites' connections too).
+        @Test func aServerRestartedMidStreamLosesNothingAcknowledged() async throws {
+            let script = PrivatePostgres.script
+            guard PrivatePostgres.run("\(script) start > /dev/null") == 0 else {
+                Issue.record("could not start a PostgreSQL server with \(script) start")
+                return
+            }
+            defer { _ = PrivatePostgres.run("\(script) stop") }
+            let server = PostgresTestServer(
+                host: "127.0.0.1", port: PrivatePostgres.port, user: "postgres", password: nil, database: "troupe")
+            try await writeWhileCutting(server: server) { _ in
+                #expect(PrivatePostgres.run("\(script) restart") == 0, "the restart failed")
+            }
         }
-        defer { _ = PrivatePostgres.run("\(script) stop") }
-        let server = PostgresTestServer(
-            host: "127.0.0.1", port: PrivatePostgres.port, user: "postgres", password: nil, database: "troupe")
-        try await writeWhileCutting(server: server) { _ in
-            #expect(PrivatePostgres.run("\(script) restart") == 0, "the restart failed")
-        }
-    }
 
-    /// 16 actors deposit as fast as they can while `cut` runs (at least three times, and until
-    /// it has failed a write), then each account is recovered and checked.
-    func writeWhileCutting(
-        server: PostgresTestServer, cut: @escaping @Sendable (_ database: String) async -> Void
-    ) async throws {
-        let database = try await server.createDatabase()
-        let store = try await PostgresStore.connect(server.configuration(database: database))
-        let system = makeTestSystem()
-        // A store call that never returns (seen: postgres-nio 1.33.2, about 1 run in 3, a
-        // commit whose connection was terminated) fails after 2 s instead of stopping the journal.
-        let journal = Journal(store: store, settings: .init(storeTimeout: .seconds(2)))
-        let accountCount = 16
-        let ledger = WriteLedger(accounts: accountCount)
+        /// 16 actors deposit as fast as they can while `cut` runs (at least three times, and until
+        /// it has failed a write), then each account is recovered and checked.
+        func writeWhileCutting(
+            server: PostgresTestServer, cut: @escaping @Sendable (_ database: String) async -> Void
+        ) async throws {
+            let database = try await server.createDatabase()
+            let store = try await PostgresStore.connect(server.configuration(database: database))
+            let system = makeTestSystem()
+            // A store call that never returns (seen: postgres-nio 1.33.2, about 1 run in 3, a
+            // commit whose connection was terminated) fails after 2 s instead of stopping the journal.
+            let journal = Journal(store: store, settings: .init(storeTimeout: .seconds(2)))
+            let accountCount = 16
+            let ledger = WriteLedger(accounts: accountCount)
 
-        let accounts = (0..<accountCount).map {
-            system.spawn(persistent: Account(persistenceID: PersistenceID("drop-\($0)")), journal: journal)
-        }
-        await withTaskGroup(of: Void.self) { group in
-            for (index, first) in accounts.enumerated() {
-                group.addTask {
-                    var account = first
-                    while ledger.writing {
-                        ledger.record { $0.attempted[index] += 1 }
-                        switch await account.actorRef.askResult(timeout: .seconds(20), { .command(.deposit(1, $0)) }) {
-                        case .success: ledger.record { $0.acknowledged[index] += 1 }
-                        case .failure(let error):
-                            ledger.record { $0.failures.append(error) }
-                            // The failed write stopped the actor: a new incarnation recovers.
-                            account = system.spawn(
-                                persistent: Account(persistenceID: PersistenceID("drop-\(index)")), journal: journal)
-                            try? await Task.sleep(for: .milliseconds(10))
+            let accounts = (0..<accountCount).map {
+                system.spawn(persistent: Account(persistenceID: PersistenceID("drop-\($0)")), journal: journal)
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for (index, first) in accounts.enumerated() {
+                    group.addTask {
+                        var account = first
+                        while ledger.writing {
+                            ledger.record { $0.attempted[index] += 1 }
+                            switch await account.actorRef.askResult(
+                                timeout: .seconds(20), { .command(.deposit(1, $0)) })
+                            {
+                            case .success: ledger.record { $0.acknowledged[index] += 1 }
+                            case .failure(let error):
+                                ledger.record { $0.failures.append(error) }
+                                // The failed write stopped the actor: a new incarnation recovers.
+                                account = system.spawn(
+                                    persistent: Account(persistenceID: PersistenceID("drop-\(index)")), journal: journal
+                                )
+                                try? await Task.sleep(for: .milliseconds(10))
+                            }
                         }
                     }
                 }
-            }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(300))
-                // A cut between two commits only makes the pool reconnect: cut again until one
-                // has hit a write in flight.
-                for round in 1...50 {
-                    await cut(database)
-                    try? await Task.sleep(for: .milliseconds(100))
-                    if round >= 3 && ledger.record({ !$0.failures.isEmpty }) { break }
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(300))
+                    // A cut between two commits only makes the pool reconnect: cut again until one
+                    // has hit a write in flight.
+                    for round in 1...50 {
+                        await cut(database)
+                        try? await Task.sleep(for: .milliseconds(100))
+                        if round >= 3 && ledger.record({ !$0.failures.isEmpty }) { break }
+                    }
+                    ledger.record { $0.writing = false }
                 }
-                ledger.record { $0.writing = false }
             }
+
+            let (seen, acked, tried) = ledger.record { ($0.failures, $0.acknowledged, $0.attempted) }
+            #expect(!seen.isEmpty, "the cuts failed no write: the test did not cut anything")
+            for error in seen {
+                // A connection lost is the store failing the write (or the recovery after it),
+                // never a timeout: nobody is left waiting for an answer that cannot come. An ask
+                // that reached an incarnation after it had failed (its recovery met the server
+                // down) and stopped is told so.
+                if case .recipientStopped = error { continue }
+                guard case .failed(let cause) = error, let persistence = cause as? PersistenceError else {
+                    Issue.record("expected a PersistenceError, got \(error)")
+                    continue
+                }
+                switch persistence {
+                case .storeFailed, .recoveryFailed: break
+                default: Issue.record("expected storeFailed or recoveryFailed, got \(persistence)")
+                }
+            }
+
+            // Every acknowledged deposit is stored; a write whose acknowledgement was lost with the
+            // connection may be stored too, so at most the attempts.
+            for index in 0..<accountCount {
+                let fresh = system.spawn(
+                    persistent: Account(persistenceID: PersistenceID("drop-\(index)")), journal: journal)
+                var balance: Int?
+                for _ in 0..<50 where balance == nil {
+                    balance = try? await fresh.ask(timeout: .seconds(5)) { .balance($0) }
+                    if balance == nil { try await Task.sleep(for: .milliseconds(50)) }
+                }
+                let stored = try #require(balance, "drop-\(index) did not recover after the connections came back")
+                #expect(
+                    stored >= acked[index] && stored <= tried[index],
+                    "drop-\(index): stored \(stored), acknowledged \(acked[index]), tried \(tried[index])")
+                #expect(try await fresh.ask { .deposit(1, $0) } == stored + 1)
+            }
+            await system.shutdown()
+            await journal.shutdown()
+            store.close()
+            try? await server.dropDatabase(database)
+        }
+    }
+
+    /// A PostgreSQL server of one test's own, through scripts/postgres.sh.
+    enum PrivatePostgres {
+        static let port = 55_442
+        static var script: String {
+            // This file is Tests/TroupePersistenceTests/<name>.swift: the repository is three up.
+            let parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+            return "TROUPE_POSTGRES_PORT=\(port) " + parts.dropLast(3).joined(separator: "/") + "/scripts/postgres.sh"
         }
 
-        let (seen, acked, tried) = ledger.record { ($0.failures, $0.acknowledged, $0.attempted) }
-        #expect(!seen.isEmpty, "the cuts failed no write: the test did not cut anything")
-        for error in seen {
-            // A connection lost is the store failing the write (or the recovery after it),
-            // never a timeout: nobody is left waiting for an answer that cannot come. An ask
-            // that reached an incarnation after it had failed (its recovery met the server
-            // down) and stopped is told so.
-            if case .recipientStopped = error { continue }
-            guard case .failed(let cause) = error, let persistence = cause as? PersistenceError else {
-                Issue.record("expected a PersistenceError, got \(error)")
-                continue
-            }
-            switch persistence {
-            case .storeFailed, .recoveryFailed: break
-            default: Issue.record("expected storeFailed or recoveryFailed, got \(persistence)")
-            }
+        /// Runs `command` with /bin/sh, blocking; returns its exit status.
+        static func run(_ command: String) -> Int32 {
+            var pid: pid_t = 0
+            let arguments = ["/bin/sh", "-c", command]
+            var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+            defer { for pointer in argv { free(pointer) } }
+            guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else { return -1 }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            return (status >> 8) & 0xFF
+        }
+    }
+
+    /// What the writers did, shared between their tasks.
+    final class WriteLedger: Sendable {
+        struct Counts {
+            var acknowledged: [Int]
+            var attempted: [Int]
+            var failures: [AskError] = []
+            var writing = true
+        }
+        private let counts: Locked<Counts>
+
+        init(accounts: Int) {
+            counts = Locked(
+                Counts(
+                    acknowledged: Array(repeating: 0, count: accounts), attempted: Array(repeating: 0, count: accounts))
+            )
         }
 
-        // Every acknowledged deposit is stored; a write whose acknowledgement was lost with the
-        // connection may be stored too, so at most the attempts.
-        for index in 0..<accountCount {
-            let fresh = system.spawn(
-                persistent: Account(persistenceID: PersistenceID("drop-\(index)")), journal: journal)
-            var balance: Int?
-            for _ in 0..<50 where balance == nil {
-                balance = try? await fresh.ask(timeout: .seconds(5)) { .balance($0) }
-                if balance == nil { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            let stored = try #require(balance, "drop-\(index) did not recover after the connections came back")
-            #expect(
-                stored >= acked[index] && stored <= tried[index],
-                "drop-\(index): stored \(stored), acknowledged \(acked[index]), tried \(tried[index])")
-            #expect(try await fresh.ask { .deposit(1, $0) } == stored + 1)
-        }
-        await system.shutdown()
-        await journal.shutdown()
-        store.close()
-        try? await server.dropDatabase(database)
+        var writing: Bool { counts.withLock { $0.writing } }
+
+        func record<T: Sendable>(_ body: (inout Counts) -> T) -> T { counts.withLock { body(&$0) } }
     }
-}
-
-/// A PostgreSQL server of one test's own, through scripts/postgres.sh.
-enum PrivatePostgres {
-    static let port = 55_442
-    static var script: String {
-        // This file is Tests/TroupePersistenceTests/<name>.swift: the repository is three up.
-        let parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
-        return "TROUPE_POSTGRES_PORT=\(port) " + parts.dropLast(3).joined(separator: "/") + "/scripts/postgres.sh"
-    }
-
-    /// Runs `command` with /bin/sh, blocking; returns its exit status.
-    static func run(_ command: String) -> Int32 {
-        var pid: pid_t = 0
-        let arguments = ["/bin/sh", "-c", command]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        return (status >> 8) & 0xFF
-    }
-}
-
-/// What the writers did, shared between their tasks.
-final class WriteLedger: Sendable {
-    struct Counts {
-        var acknowledged: [Int]
-        var attempted: [Int]
-        var failures: [AskError] = []
-        var writing = true
-    }
-    private let counts: Locked<Counts>
-
-    init(accounts: Int) {
-        counts = Locked(
-            Counts(acknowledged: Array(repeating: 0, count: accounts), attempted: Array(repeating: 0, count: accounts)))
-    }
-
-    var writing: Bool { counts.withLock { $0.writing } }
-
-    func record<T: Sendable>(_ body: (inout Counts) -> T) -> T { counts.withLock { body(&$0) } }
-}
+#endif

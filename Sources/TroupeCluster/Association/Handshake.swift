@@ -1,4 +1,3 @@
-import Crypto
 import NIOCore
 import TroupeClusterMembership
 
@@ -16,8 +15,7 @@ import TroupeClusterMembership
 /// an HMAC over the same fields with a label naming which side is down: a stranger cannot make
 /// a node leave, and a captured notice is useless on any other connection.
 struct Handshake: Sendable {
-    /// The secret's bytes; the key is made per proof (handshakes are rare), since
-    /// `SymmetricKey` is not `Sendable`.
+    /// The secret's bytes, the HMAC key.
     private let secret: [UInt8]
     let clusterName: String
 
@@ -75,9 +73,6 @@ struct Handshake: Sendable {
         message.writeMember(responder)
         message.writeBytes(first)
         message.writeBytes(second)
-        let code = message.withUnsafeReadableBytes {
-            HMAC<SHA256>.authenticationCode(for: $0, using: SymmetricKey(data: secret))
-        }
-        return Array(code)
+        return message.withUnsafeReadableBytes { HMACSHA256.authenticationCode(for: $0, key: secret) }
     }
 }
