@@ -192,7 +192,7 @@ let package = Package(
         .target(
             name: "TroupePersistencePostgres",
             dependencies: [
-                "TroupePersistence", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "TroupePersistence", "TroupeLocks", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TroupePersistencePostgres"

@@ -23,6 +23,9 @@ public enum PersistenceError: Error, Sendable, CustomStringConvertible {
     case decodingFailed(PersistenceID, sequenceNumber: Int64, underlying: any Error)
     /// A stored type version this build cannot read.
     case unreadableVersion(typeName: String, version: Int, reason: String)
+    /// An event's tag (``EventSourcedActor/tags(for:)``) is not a valid tag: the write was not
+    /// attempted.
+    case invalidTag(PersistenceID, tag: String, reason: String)
     /// More commands arrived during a write or recovery than the actor's stash holds.
     case stashOverflow(PersistenceID, capacity: Int)
     /// The journal was shut down.
@@ -41,6 +44,7 @@ public enum PersistenceError: Error, Sendable, CustomStringConvertible {
         case .decodingFailed(let id, let sequenceNumber, let underlying):
             "\(id): event \(sequenceNumber) cannot be decoded: \(underlying)"
         case .unreadableVersion(let typeName, let version, let reason): "\(typeName) version \(version): \(reason)"
+        case .invalidTag(let id, let tag, let reason): "\(id): invalid tag \(String(reflecting: tag)): \(reason)"
         case .stashOverflow(let id, let capacity):
             "\(id): more than \(capacity) commands arrived while a write or recovery was in flight"
         case .journalClosed: "the journal is shut down"

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import TroupePersistence
+internal import TroupeLocks
 
 /// A `PersistenceStore` on PostgreSQL, through postgres-nio's `PostgresClient`: state that
 /// outlives the machine and is shared by every node that connects.
@@ -13,7 +14,7 @@ import TroupePersistence
 /// duplicate. Claims and appends serialize through advisory locks on stripes of the identities.
 /// Tables are prefixed `troupe_` and created or migrated at connect, under an advisory lock so
 /// that nodes starting together do not race.
-public final class PostgresStore: PersistenceStore {
+public final class PostgresStore: PersistenceStore, EventsByTagQuery {
     /// What a commit waits for (PostgreSQL's `synchronous_commit`, set on this store's
     /// connections only).
     public enum SynchronousCommit: String, Sendable, CaseIterable {
@@ -27,12 +28,15 @@ public final class PostgresStore: PersistenceStore {
         case off
     }
 
-    /// The schema version this build creates and reads.
-    public static let schemaVersion = 1
+    /// The schema version this build creates and reads (2: events carry tags).
+    public static let schemaVersion = 2
 
     let client: PostgresClient
     private let runner: Task<Void, Never>
     let logger: Logger
+    let notifier = EventNotifier()
+    /// Listens for the tag trigger's notifications, from the first use of ``eventNotifier``.
+    private let listener = Locked<Task<Void, Never>?>(nil)
 
     private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger) {
         self.client = client
@@ -76,10 +80,46 @@ public final class PostgresStore: PersistenceStore {
 
     /// Closes the connections; the store cannot be used afterwards.
     public func close() {
+        listener.withLock { $0?.cancel() }
         runner.cancel()
     }
 
-    deinit { runner.cancel() }
+    deinit {
+        listener.withLock { $0?.cancel() }
+        runner.cancel()
+    }
+
+    /// Raised when the server notifies that tagged events were committed (by any node): the
+    /// tag trigger sends `NOTIFY troupe_events` in the writing transaction, delivered at its
+    /// commit. The first use starts listening on a connection of the store's own (a follower
+    /// polls meanwhile, and after a lost connection until listening resumes).
+    public var eventNotifier: EventNotifier? {
+        listener.withLock { listener in
+            if listener == nil {
+                let (client, notifier, logger) = (client, notifier, logger)
+                listener = Task { await Self.listen(client: client, notifier: notifier, logger: logger) }
+            }
+        }
+        return notifier
+    }
+
+    private static func listen(client: PostgresClient, notifier: EventNotifier, logger: Logger) async {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: "troupe_events") { notifications in
+                        // Commits made before this LISTEN took effect were not announced.
+                        notifier.signal()
+                        for try await _ in notifications { notifier.signal() }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.debug("listening for tagged events failed; retrying in 1 s: \(error)")
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
 
     private func migrate() async throws {
         try await client.withTransaction(logger: logger) { connection in
@@ -98,6 +138,11 @@ public final class PostgresStore: PersistenceStore {
             }
             if version < 1 {
                 for statement in Self.schemaVersion1 {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
+            if version < 2 {
+                for statement in Self.schemaVersion2 {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
             }
@@ -154,6 +199,40 @@ public final class PostgresStore: PersistenceStore {
         """,
         "DELETE FROM troupe_schema",
         "INSERT INTO troupe_schema (version) VALUES (1)",
+    ]
+
+    /// Tags. The trigger indexes an insert's tags in the same statement (a tag row exists
+    /// exactly when its event does), numbered in the writing transaction (`tx_id`) and in
+    /// insertion order within it; a reader takes only rows of transactions older than every
+    /// open one (`pg_snapshot_xmin`), so no later commit can add a row before its offset.
+    static let schemaVersion2 = [
+        "ALTER TABLE troupe_events ADD COLUMN tags TEXT",
+        """
+        CREATE TABLE troupe_event_tags (
+            tag TEXT NOT NULL, tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(),
+            ordering BIGINT GENERATED ALWAYS AS IDENTITY, persistence_id TEXT NOT NULL, sequence_nr BIGINT NOT NULL,
+            PRIMARY KEY (tag, tx_id, ordering))
+        """,
+        """
+        CREATE FUNCTION troupe_tag_events() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO troupe_event_tags (tag, persistence_id, sequence_nr)
+            SELECT t.tag, i.persistence_id, i.sequence_nr FROM inserted i
+            CROSS JOIN LATERAL jsonb_array_elements_text(i.tags::jsonb) AS t(tag)
+            WHERE i.tags IS NOT NULL ORDER BY i.ordering;
+            IF FOUND THEN
+                PERFORM pg_notify('troupe_events', '');
+            END IF;
+            RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER troupe_events_tags AFTER INSERT ON troupe_events REFERENCING NEW TABLE AS inserted
+        FOR EACH STATEMENT EXECUTE FUNCTION troupe_tag_events()
+        """,
+        // Projections' offsets (PostgresStore+Projections), written in the projection's transaction.
+        "CREATE TABLE troupe_projection_offsets (name TEXT PRIMARY KEY, tx_id xid8 NOT NULL, position BIGINT NOT NULL)",
+        "UPDATE troupe_schema SET version = 2",
     ]
 
     // MARK: Writing
@@ -272,6 +351,7 @@ public final class PostgresStore: PersistenceStore {
         var types: [String] = []
         var versions: [Int32] = []
         var payloads: [ByteBuffer] = []
+        var tags: [String] = []
         for append in appends {
             for (offset, event) in append.events.enumerated() {
                 ids.append(append.persistenceID.rawValue)
@@ -280,13 +360,14 @@ public final class PostgresStore: PersistenceStore {
                 types.append(event.typeName)
                 versions.append(Int32(event.version))
                 payloads.append(ByteBuffer(bytes: event.payload))
+                tags.append(StoredTags.encode(event.tags) ?? "")
             }
         }
         try await connection.query(
             """
-            INSERT INTO troupe_events (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload)
-            SELECT * FROM unnest(\(ids)::text[], \(numbers)::int8[], \(epochs)::int8[], \(types)::text[],
-                \(versions)::int4[], \(payloads)::bytea[])
+            INSERT INTO troupe_events (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload, tags)
+            SELECT i, n, e, t, v, p, nullif(g, '') FROM unnest(\(ids)::text[], \(numbers)::int8[], \(epochs)::int8[],
+                \(types)::text[], \(versions)::int4[], \(payloads)::bytea[], \(tags)::text[]) AS u(i, n, e, t, v, p, g)
             """, logger: logger)
     }
 
@@ -470,23 +551,26 @@ public final class PostgresStore: PersistenceStore {
         let names = Array(Set(ids.map(\.rawValue)))
         var snapshots: [String: SerializedSnapshot] = [:]
         var events: [String: [StoredEvent]] = [:]
-        for try await (kind, id, number, type, version, payload) in try await client.query(
+        for try await (kind, id, number, type, version, payload, tags) in try await client.query(
             """
             WITH newest AS (
                 SELECT n.name, s.sequence_nr, s.type_name, s.type_version, s.payload
                 FROM unnest(\(names)::text[]) AS n(name)
                 LEFT JOIN LATERAL (SELECT sequence_nr, type_name, type_version, payload FROM troupe_snapshots
                                    WHERE persistence_id = n.name ORDER BY sequence_nr DESC LIMIT 1) s ON true)
-            SELECT 0, name, sequence_nr, type_name, type_version, payload FROM newest WHERE sequence_nr IS NOT NULL
+            SELECT 0, name, sequence_nr, type_name, type_version, payload, NULL::text FROM newest
+            WHERE sequence_nr IS NOT NULL
             UNION ALL
-            SELECT 1, e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload FROM newest
-            JOIN LATERAL (SELECT persistence_id, sequence_nr, type_name, type_version, payload FROM troupe_events
+            SELECT 1, e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload, e.tags FROM newest
+            JOIN LATERAL (SELECT persistence_id, sequence_nr, type_name, type_version, payload, tags FROM troupe_events
                           WHERE persistence_id = newest.name AND sequence_nr > coalesce(newest.sequence_nr, 0)) e ON true
             ORDER BY 2, 1, 3
             """, logger: logger
-        ).decode((Int32, String, Int64, String, Int32, ByteBuffer).self) {
-            let stored = SerializedEvent(
+        ).decode((Int32, String, Int64, String, Int32, ByteBuffer, String?).self) {
+            var stored = SerializedEvent(
                 typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
+            guard let decoded = StoredTags.decode(tags) else { throw PostgresStoreError.malformedRow("tags") }
+            stored.tags = decoded
             if kind == 0 {
                 snapshots[id] = SerializedSnapshot(sequenceNumber: number, state: stored)
             } else {
@@ -513,6 +597,51 @@ public final class PostgresStore: PersistenceStore {
             )
         }
         return state
+    }
+
+    /// The events tagged `tag` after `offset`, through the primary key `(tag, tx_id, ordering)`,
+    /// from transactions older than every transaction still open on the server (a transaction
+    /// left open anywhere on it, in any database, holds readers back until it ends). While rows
+    /// are held back, the store signals its ``eventNotifier`` again shortly, so that followers
+    /// retry once the older transaction has ended (its end sends no notification).
+    public func events(tagged tag: String, after offset: EventOffset, limit: Int) async throws -> [TaggedEvent] {
+        var found: [TaggedEvent] = []
+        var heldBack = false
+        let transaction = String(offset.transaction)
+        // Sorted by transaction, the rows readers may take (older than every open transaction)
+        // all come before those they may not: take rows up to the first held back.
+        for try await (txID, ordering, id, number, type, version, payload, tags, visible) in try await client.query(
+            """
+            SELECT t.tx_id::text, t.ordering, e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload,
+                e.tags, t.tx_id < pg_snapshot_xmin(pg_current_snapshot())
+            FROM troupe_event_tags t
+            JOIN troupe_events e ON e.persistence_id = t.persistence_id AND e.sequence_nr = t.sequence_nr
+            WHERE t.tag = \(tag) AND (t.tag, t.tx_id, t.ordering) > (\(tag), \(transaction)::xid8, \(offset.position))
+            ORDER BY t.tx_id, t.ordering LIMIT \(Int64(max(0, limit)))
+            """, logger: logger
+        ).decode((String, Int64, String, Int64, String, Int32, ByteBuffer, String?, Bool).self) {
+            guard visible else {
+                heldBack = true
+                break
+            }
+            guard let transaction = UInt64(txID) else { throw PostgresStoreError.malformedRow("tx_id") }
+            var event = SerializedEvent(
+                typeName: type, version: Int(version), payload: Array(payload.readableBytesView))
+            guard let decoded = StoredTags.decode(tags) else { throw PostgresStoreError.malformedRow("tags") }
+            event.tags = decoded
+            found.append(
+                TaggedEvent(
+                    offset: EventOffset(transaction: transaction, position: ordering), tag: tag,
+                    event: StoredEvent(persistenceID: PersistenceID(id), sequenceNumber: number, event: event)))
+        }
+        if heldBack {
+            let notifier = notifier
+            Task {
+                try? await Task.sleep(for: .milliseconds(20))
+                notifier.signal()
+            }
+        }
+        return found
     }
 
     public func storedEventVersions() async throws -> Set<StoredTypeVersion> {

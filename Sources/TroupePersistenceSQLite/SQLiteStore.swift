@@ -18,7 +18,7 @@ import TroupePersistence
 ///
 /// One process writes a file at a time: the store refuses a stale writer through the
 /// writer epochs, but SQLite is not a shared database (use PostgreSQL for that).
-public final class SQLiteStore: PersistenceStore {
+public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
     /// What a commit waits for, and so what a power failure (or an operating system crash)
     /// can take. A crash of the process alone (`kill -9`) loses no committed batch in any mode
     /// but ``Synchronous/off``.
@@ -35,8 +35,8 @@ public final class SQLiteStore: PersistenceStore {
         case off = "OFF"
     }
 
-    /// The schema version this build creates and reads.
-    public static let schemaVersion = 1
+    /// The schema version this build creates and reads (2: events carry tags).
+    public static let schemaVersion = 2
 
     public let path: String
     public let synchronous: Synchronous
@@ -44,6 +44,9 @@ public final class SQLiteStore: PersistenceStore {
     private let reader: SQLiteConnection
     private let threads: NIOThreadPool
     private let closed = Atomic(false)
+    /// Raised after each commit that stored tagged events: this process's followers wake at
+    /// once (other processes' writes are seen at the followers' next poll).
+    public let eventNotifier: EventNotifier? = EventNotifier()
 
     private init(
         path: String, synchronous: Synchronous, writer: SQLiteConnection, reader: SQLiteConnection,
@@ -162,6 +165,31 @@ public final class SQLiteStore: PersistenceStore {
                     _ = try await connection.query(statement)
                 }
             }
+            if version < 2 {
+                for statement in [
+                    // Tags as a JSON array beside the event; the trigger indexes them in the same
+                    // statement as the insert, so a tag row exists exactly when its event does.
+                    "ALTER TABLE troupe_events ADD COLUMN tags TEXT",
+                    // AUTOINCREMENT: orderings are never reused. One writer at a time (SQLite's
+                    // write lock), so they grow in commit order.
+                    """
+                    CREATE TABLE troupe_event_tags (
+                        ordering INTEGER PRIMARY KEY AUTOINCREMENT, tag TEXT NOT NULL, persistence_id TEXT NOT NULL,
+                        sequence_nr INTEGER NOT NULL)
+                    """,
+                    "CREATE INDEX troupe_event_tags_by_tag ON troupe_event_tags (tag, ordering)",
+                    """
+                    CREATE TRIGGER troupe_events_tags AFTER INSERT ON troupe_events WHEN NEW.tags IS NOT NULL
+                    BEGIN
+                        INSERT INTO troupe_event_tags (tag, persistence_id, sequence_nr)
+                        SELECT value, NEW.persistence_id, NEW.sequence_nr FROM json_each(NEW.tags);
+                    END
+                    """,
+                    "UPDATE troupe_schema SET version = 2",
+                ] {
+                    _ = try await connection.query(statement)
+                }
+            }
             _ = try await connection.query("COMMIT")
         } catch {
             _ = try? await connection.query("ROLLBACK")
@@ -178,6 +206,12 @@ public final class SQLiteStore: PersistenceStore {
     /// operation runs in one explicit transaction.
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         if operations.isEmpty { return [] }
+        let outcomes = try await commitOperations(operations)
+        if operations.contains(where: \.hasTags) { eventNotifier?.signal() }
+        return outcomes
+    }
+
+    private func commitOperations(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         let runs = Self.runs(of: operations)
         if runs.count == 1 { return try await apply(runs[0], of: operations) }
         _ = try await writer.query("BEGIN IMMEDIATE")
@@ -238,6 +272,7 @@ public final class SQLiteStore: PersistenceStore {
                         .integer(SQLiteInt64(append.firstSequenceNumber + Int64(offset))),
                         .integer(SQLiteInt64(append.epoch.value)), .text(event.typeName),
                         .integer(SQLiteInt64(event.version)), .blob(ByteBuffer(bytes: event.payload)), now,
+                        StoredTags.encode(event.tags).map { .text($0) } ?? .null,
                     ]
                 }
             }
@@ -265,7 +300,7 @@ public final class SQLiteStore: PersistenceStore {
     /// Inserts `rows` all or none: one statement is atomic by itself; more (beyond
     /// ``maximumBinds`` values) go inside a savepoint.
     private func insertAtomically(_ rows: [SQLiteData]) async throws {
-        let chunks = Self.chunks(of: rows, rowWidth: 7)
+        let chunks = Self.chunks(of: rows, rowWidth: Self.eventColumns)
         if chunks.count == 1 {
             try await insertEvents(chunks[0])
             return
@@ -297,9 +332,16 @@ public final class SQLiteStore: PersistenceStore {
         ).first?.column("last")?.integer.map { Int64($0) } ?? 0
     }
 
+    /// The values of one event's row, in the order of ``insertEvents(_:)``'s column list.
+    static let eventColumns = 8
+
     private func insertEvents(_ rows: ArraySlice<SQLiteData>) async throws {
         _ = try await writer.query(
-            "INSERT INTO troupe_events VALUES \(Self.placeholders(rows: rows.count / 7, width: 7))", Array(rows))
+            """
+            INSERT INTO troupe_events
+            (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload, written_at, tags)
+            VALUES \(Self.placeholders(rows: rows.count / Self.eventColumns, width: Self.eventColumns))
+            """, Array(rows))
     }
 
     /// Raises each identity's epoch, in one upsert per round of distinct identities.
@@ -418,7 +460,7 @@ public final class SQLiteStore: PersistenceStore {
         }
         let eventRows = try await reader.query(
             """
-            SELECT sequence_nr, type_name, type_version, payload FROM troupe_events
+            SELECT sequence_nr, type_name, type_version, payload, tags FROM troupe_events
             WHERE persistence_id = ? AND sequence_nr > ? ORDER BY sequence_nr
             """, [.text(id.rawValue), .integer(SQLiteInt64(snapshot?.sequenceNumber ?? 0))])
         let events = try eventRows.map { row in
@@ -455,7 +497,7 @@ public final class SQLiteStore: PersistenceStore {
             }
             for row in try await reader.query(
                 """
-                SELECT e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload FROM troupe_events e
+                SELECT e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload, e.tags FROM troupe_events e
                 LEFT JOIN (\(latest)) m ON e.persistence_id = m.persistence_id
                 WHERE e.persistence_id IN \(list) AND e.sequence_nr > coalesce(m.last, 0)
                 ORDER BY e.persistence_id, e.sequence_nr
@@ -474,6 +516,28 @@ public final class SQLiteStore: PersistenceStore {
         var histories: [PersistenceID: StoredHistory] = [:]
         for id in ids { histories[id] = StoredHistory(snapshot: snapshots[id], events: events[id] ?? []) }
         return histories
+    }
+
+    /// The events tagged `tag` after `offset` (its ``EventOffset/position`` is the tag index's
+    /// ordering), through the index on `(tag, ordering)`.
+    public func events(tagged tag: String, after offset: EventOffset, limit: Int) async throws -> [TaggedEvent] {
+        let rows = try await reader.query(
+            """
+            SELECT t.ordering, e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload, e.tags
+            FROM troupe_event_tags t
+            JOIN troupe_events e ON e.persistence_id = t.persistence_id AND e.sequence_nr = t.sequence_nr
+            WHERE t.tag = ? AND t.ordering > ? ORDER BY t.ordering LIMIT ?
+            """, [.text(tag), .integer(SQLiteInt64(offset.position)), .integer(SQLiteInt64(max(0, limit)))])
+        return try rows.map { row in
+            guard let id = row.column("persistence_id")?.string else {
+                throw SQLiteStoreError.malformedRow("persistence_id")
+            }
+            return TaggedEvent(
+                offset: EventOffset(position: try Self.integer(row, "ordering")), tag: tag,
+                event: StoredEvent(
+                    persistenceID: PersistenceID(id), sequenceNumber: try Self.integer(row, "sequence_nr"),
+                    event: try Self.serialized(row)))
+        }
     }
 
     public func storedEventVersions() async throws -> Set<StoredTypeVersion> {
@@ -498,8 +562,14 @@ public final class SQLiteStore: PersistenceStore {
         guard let name = row.column("type_name")?.string, let payload = row.column("payload")?.blob else {
             throw SQLiteStoreError.malformedRow("type_name or payload")
         }
-        return SerializedEvent(
+        var event = SerializedEvent(
             typeName: name, version: Int(try integer(row, "type_version")), payload: Array(payload.readableBytesView))
+        // Snapshots and states have no tags column; an event's is NULL without tags.
+        guard let tags = StoredTags.decode(row.column("tags")?.string) else {
+            throw SQLiteStoreError.malformedRow("tags")
+        }
+        event.tags = tags
+        return event
     }
 
     /// `(?, ?), (?, ?)` for `rows` rows of `width` values.

@@ -55,10 +55,17 @@ public protocol EventSourcedActor: Sendable {
     /// Applies one event to the state: after it is stored, and during recovery. Must be
     /// deterministic and free of side effects (it runs again at every recovery).
     func apply(_ event: Event, to state: inout State)
+    /// The tags stored with `event`, by which the read side finds it across actors
+    /// (``EventsByTagQuery/eventsByTag(_:after:follow:pollInterval:pageSize:)``); default none.
+    /// A tag is 1 to 256 bytes of UTF-8 without control characters: a write with another fails
+    /// with ``PersistenceError/invalidTag(_:tag:reason:)``.
+    func tags(for event: Event) -> Set<String>
 }
 
 extension EventSourcedActor {
     public static var snapshots: SnapshotPolicy<State> { .never }
+
+    public func tags(for event: Event) -> Set<String> { [] }
 }
 
 /// When a durable actor stores its state so that recovery replays fewer events.

@@ -129,9 +129,24 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
             for (effect, state) in pending.effects { effect.succeed(with: state) }
             return
         }
-        let serialized: [SerializedEvent]
-        do { serialized = try pending.events.map { try Actor.eventCodec.encode($0) } } catch {
-            let failure = PersistenceError.storeFailed(id, underlying: error)
+        var serialized: [SerializedEvent] = []
+        serialized.reserveCapacity(pending.events.count)
+        do {
+            for event in pending.events {
+                var encoded = try Actor.eventCodec.encode(event)
+                let tags = actor.tags(for: event)
+                if !tags.isEmpty {
+                    for tag in tags {
+                        if let problem = SerializedEvent.problem(withTag: tag) {
+                            throw PersistenceError.invalidTag(id, tag: tag, reason: problem)
+                        }
+                    }
+                    encoded.tags = tags.sorted()
+                }
+                serialized.append(encoded)
+            }
+        } catch {
+            let failure = error as? PersistenceError ?? PersistenceError.storeFailed(id, underlying: error)
             for (effect, _) in pending.effects { effect.fail(failure) }
             throw failure
         }

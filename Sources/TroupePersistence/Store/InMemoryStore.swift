@@ -4,7 +4,7 @@ internal import TroupeLocks
 /// that must outlive the process. It enforces the same rules as the database stores (one
 /// writer per identity, no gap, no duplicate, each operation all or nothing), so a test that
 /// passes on it exercises the same refusals.
-public final class InMemoryStore: PersistenceStore {
+public final class InMemoryStore: PersistenceStore, EventsByTagQuery {
     struct Entry {
         var epoch: Int64 = 0
         var events: [StoredEvent] = []
@@ -12,12 +12,43 @@ public final class InMemoryStore: PersistenceStore {
         var state: StoredState?
     }
 
-    private let entries = Locked<[PersistenceID: Entry]>([:])
+    struct Contents {
+        var entries: [PersistenceID: Entry] = [:]
+        /// Every tagged event, by tag, in the order stored; an offset's position is its index
+        /// in `tagged` plus one.
+        var tagged: [(tag: String, event: StoredEvent)] = []
+        var taggedByTag: [String: [Int]] = [:]
+    }
+
+    private let contents = Locked(Contents())
+    public let eventNotifier: EventNotifier? = EventNotifier()
 
     public init() {}
 
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
-        entries.withLock { entries in operations.map { Self.apply($0, to: &entries) } }
+        let (outcomes, taggedCount) = contents.withLock { contents in
+            let before = contents.tagged.count
+            let outcomes = operations.map { Self.apply($0, to: &contents) }
+            return (outcomes, contents.tagged.count - before)
+        }
+        if taggedCount > 0 { eventNotifier?.signal() }
+        return outcomes
+    }
+
+    static func apply(_ operation: JournalOperation, to contents: inout Contents) -> JournalOutcome {
+        let outcome = apply(operation, to: &contents.entries)
+        if case .append(let append) = operation, outcome == .written {
+            for (index, event) in append.events.enumerated() where !event.tags.isEmpty {
+                let stored = StoredEvent(
+                    persistenceID: append.persistenceID, sequenceNumber: append.firstSequenceNumber + Int64(index),
+                    event: event)
+                for tag in event.tags {
+                    contents.taggedByTag[tag, default: []].append(contents.tagged.count)
+                    contents.tagged.append((tag, stored))
+                }
+            }
+        }
+        return outcome
     }
 
     static func apply(_ operation: JournalOperation, to entries: inout [PersistenceID: Entry]) -> JournalOutcome {
@@ -56,8 +87,8 @@ public final class InMemoryStore: PersistenceStore {
     }
 
     public func history(of id: PersistenceID) async throws -> StoredHistory {
-        entries.withLock { entries in
-            guard let entry = entries[id] else { return StoredHistory(snapshot: nil, events: []) }
+        contents.withLock { contents in
+            guard let entry = contents.entries[id] else { return StoredHistory(snapshot: nil, events: []) }
             let snapshot = entry.snapshots.last
             let after = snapshot?.sequenceNumber ?? 0
             return StoredHistory(snapshot: snapshot, events: entry.events.filter { $0.sequenceNumber > after })
@@ -65,25 +96,42 @@ public final class InMemoryStore: PersistenceStore {
     }
 
     public func durableState(of id: PersistenceID) async throws -> StoredState? {
-        entries.withLock { $0[id]?.state }
+        contents.withLock { $0.entries[id]?.state }
     }
 
     public func storedEventVersions() async throws -> Set<StoredTypeVersion> {
-        entries.withLock { entries in
+        contents.withLock { contents in
             Set(
-                entries.values.flatMap {
+                contents.entries.values.flatMap {
                     $0.events.map { StoredTypeVersion(typeName: $0.event.typeName, version: $0.event.version) }
                 })
         }
     }
 
+    public func events(tagged tag: String, after offset: EventOffset, limit: Int) async throws -> [TaggedEvent] {
+        contents.withLock { contents in
+            guard let indices = contents.taggedByTag[tag] else { return [] }
+            // Positions are indices + 1, ascending: the first after `offset` by binary search.
+            var low = 0
+            var high = indices.count
+            while low < high {
+                let middle = (low + high) / 2
+                if Int64(indices[middle] + 1) <= offset.position { low = middle + 1 } else { high = middle }
+            }
+            return indices[low..<min(indices.count, low + max(0, limit))].map { index in
+                TaggedEvent(
+                    offset: EventOffset(position: Int64(index + 1)), tag: tag, event: contents.tagged[index].event)
+            }
+        }
+    }
+
     /// Every event stored for `id`, snapshots ignored (for tests' assertions).
     public func events(of id: PersistenceID) -> [StoredEvent] {
-        entries.withLock { $0[id]?.events ?? [] }
+        contents.withLock { $0.entries[id]?.events ?? [] }
     }
 
     /// The snapshots kept for `id`, oldest first.
     public func snapshots(of id: PersistenceID) -> [SerializedSnapshot] {
-        entries.withLock { $0[id]?.snapshots ?? [] }
+        contents.withLock { $0.entries[id]?.snapshots ?? [] }
     }
 }

@@ -176,3 +176,11 @@ public struct StoredTypeVersion: Sendable, Hashable, CustomStringConvertible {
     }
     public var description: String { "\(typeName) v\(version)" }
 }
+
+extension JournalOperation {
+    /// Whether the operation stores tagged events (a store then signals its followers).
+    package var hasTags: Bool {
+        guard case .append(let append) = self else { return false }
+        return append.events.contains { !$0.tags.isEmpty }
+    }
+}
