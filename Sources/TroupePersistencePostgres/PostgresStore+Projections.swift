@@ -45,23 +45,12 @@ extension PostgresStore {
         pollInterval: Duration = .milliseconds(250),
         _ handle: @Sendable (_ events: [TaggedEvent], _ connection: PostgresConnection) async throws -> Void
     ) async throws {
-        precondition(batchSize >= 1, "runProjection: batchSize must be at least 1")
-        precondition(pollInterval > .zero, "runProjection: pollInterval must be positive")
-        let notifier = follow ? eventNotifier : nil
-        var offset = try await projectionOffset(name)
-        while !Task.isCancelled {
-            let seen = notifier?.count ?? 0
-            let batch: [TaggedEvent]
-            do { batch = try await events(tagged: tag, after: offset, limit: batchSize) } catch {
-                if Task.isCancelled { return }
-                throw error
-            }
-            guard let last = batch.last else {
-                if !follow { return }
-                await notifier?.wait(beyond: seen, timeout: pollInterval)
-                continue
-            }
-            let committed = try await withHandlersError {
+        try await runProjectionLoop(
+            on: self, tag: tag, from: try await projectionOffset(name), batchSize: batchSize, follow: follow,
+            pollInterval: pollInterval
+        ) { batch, offset in
+            guard let last = batch.last else { return offset }
+            return try await withHandlersError {
                 try await self.client.withTransaction(logger: self.logger) { connection in
                     let stored = try await self.lockOffset(of: name, on: connection)
                     // Another run of this projection got further: apply nothing, go on from there.
@@ -76,8 +65,6 @@ extension PostgresStore {
                     return last.offset
                 }
             }
-            guard let committed else { return }
-            offset = committed
         }
     }
 

@@ -93,7 +93,7 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
             _ = try await reader.query("PRAGMA busy_timeout = 10000")
             return SQLiteStore(path: path, synchronous: synchronous, writer: writer, reader: reader, threads: threads)
         } catch {
-            for connection in opened { try? await connection.close() }
+            for connection in opened { try? await connection.close().get() }
             try? await threads.shutdownGracefully()
             if let storeError = error as? SQLiteStoreError { throw storeError }
             throw SQLiteStoreError.cannotOpen(path: path, reason: "\(error)")
@@ -104,8 +104,10 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
     /// without `close()` closes them in the background.
     public func close() async throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        try await writer.close()
-        try await reader.close()
+        // The future forms: sqlite-nio's async `close()` gives up when the calling task is
+        // cancelled, which would leave the connections open.
+        try await writer.close().get()
+        try await reader.close().get()
         try await threads.shutdownGracefully()
     }
 
@@ -185,6 +187,9 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
                         SELECT value, NEW.persistence_id, NEW.sequence_nr FROM json_each(NEW.tags);
                     END
                     """,
+                    // Projections' offsets (SQLiteStore+Projections), written in the projection's
+                    // transaction.
+                    "CREATE TABLE troupe_projection_offsets (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID",
                     "UPDATE troupe_schema SET version = 2",
                 ] {
                     _ = try await connection.query(statement)

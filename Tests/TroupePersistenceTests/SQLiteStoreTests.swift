@@ -194,3 +194,23 @@ import TroupeTestSupport
         try? await store.close()
     }
 }
+
+extension SQLiteStoreTests {
+    /// sqlite-nio's async `close()` gives up in a cancelled task; the store's close must not,
+    /// or its connections stay open (and sqlite-nio asserts when they are released unclosed).
+    @Test func closingFromACancelledTaskClosesTheConnections() async throws {
+        let directory = makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try await SQLiteStore.open(path: directory + "/cancelled.sqlite")
+        let closing = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            #expect(Task.isCancelled)
+            try await store.close()
+        }
+        try await closing.value
+        // Opening the file again for writing works, and the first store is released closed.
+        let again = try await SQLiteStore.open(path: directory + "/cancelled.sqlite")
+        _ = try await again.commit([.claimWriter("after")])
+        try await again.close()
+    }
+}

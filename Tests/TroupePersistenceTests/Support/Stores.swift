@@ -157,10 +157,17 @@ func withDurableRig(
     _ kind: StoreKind,
     _ body: (_ system: ActorSystem, _ journal: Journal, _ store: any PersistenceStore) async throws -> Void
 ) async throws {
+    try await withDurableTestStore(kind) { system, journal, test in try await body(system, journal, test.store) }
+}
+
+/// ``withDurableRig(_:_:)`` with the whole ``TestStore`` (its directory or database).
+func withDurableTestStore(
+    _ kind: StoreKind, _ body: (_ system: ActorSystem, _ journal: Journal, _ test: TestStore) async throws -> Void
+) async throws {
     let test = try await kind.make()
     let system = makeTestSystem()
     let journal = Journal(store: test.store)
-    do { try await body(system, journal, test.store) } catch {
+    do { try await body(system, journal, test) } catch {
         await system.shutdown()
         await journal.shutdown()
         await test.close()
