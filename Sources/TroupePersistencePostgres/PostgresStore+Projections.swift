@@ -3,7 +3,7 @@ import PostgresNIO
 import TroupePersistence
 
 extension PostgresStore {
-    /// The offset up to which the projection `name` has committed (``EventOffset/start`` if it
+    /// The offset up to which the projection `name` has committed (`EventOffset.start` if it
     /// never ran).
     public func projectionOffset(_ name: String) async throws -> EventOffset {
         var offset = EventOffset.start

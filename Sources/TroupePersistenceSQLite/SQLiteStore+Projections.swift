@@ -5,7 +5,7 @@ import SQLiteNIO
 import TroupePersistence
 
 extension SQLiteStore {
-    /// The offset up to which the projection `name` has committed (``EventOffset/start`` if it
+    /// The offset up to which the projection `name` has committed (`EventOffset.start` if it
     /// never ran).
     public func projectionOffset(_ name: String) async throws -> EventOffset {
         try await withProjectionConnection { connection in try await Self.offset(of: name, on: connection) }

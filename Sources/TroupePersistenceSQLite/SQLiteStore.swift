@@ -523,7 +523,7 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
         return histories
     }
 
-    /// The events tagged `tag` after `offset` (its ``EventOffset/position`` is the tag index's
+    /// The events tagged `tag` after `offset` (its `EventOffset.position` is the tag index's
     /// ordering), through the index on `(tag, ordering)`.
     public func events(tagged tag: String, after offset: EventOffset, limit: Int) async throws -> [TaggedEvent] {
         let rows = try await reader.query(
