@@ -6,6 +6,14 @@ import PackageDescription
 
 let package = Package(
     name: "TroupeBenchmarks",
+    traits: [
+        .trait(
+            name: "PostgreSQL",
+            description: "`troupe-bench persistence --store postgres` (postgres-nio, whose swift-crypto compiles a "
+                + "copy of BoringSSL). CI's quick runs build without it: --disable-default-traits."
+        ),
+        .default(enabledTraits: ["PostgreSQL"]),
+    ],
     dependencies: [
         .package(name: "Troupe", path: ".."),
         // Latency percentiles in troupe-bench.
@@ -18,7 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         // The persistence rows' raw SQLite baseline.
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
-        // The persistence rows' raw PostgreSQL baseline.
+        // The persistence rows on PostgreSQL and their raw baseline (the PostgreSQL trait).
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // The TLS rows' raw NIO TLS baseline.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
@@ -37,8 +45,9 @@ let package = Package(
                 .product(name: "TroupePersistence", package: "Troupe"),
                 .product(name: "TroupePersistenceSQLite", package: "Troupe"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "TroupePersistencePostgres", package: "Troupe"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(
+                    name: "TroupePersistencePostgres", package: "Troupe", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

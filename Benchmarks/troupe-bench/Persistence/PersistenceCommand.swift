@@ -48,6 +48,13 @@ struct PersistenceBench: ParsableCommand {
         guard ["sqlite", "postgres"].contains(store) else {
             throw ValidationError("--store takes sqlite or postgres, got \(store)")
         }
+        #if !PostgreSQL
+            if store == "postgres" {
+                throw ValidationError(
+                    "this troupe-bench was built without the PostgreSQL trait (--disable-default-traits): "
+                        + "build it with the default traits for --store postgres")
+            }
+        #endif
         if store == "postgres" && ProcessInfo.processInfo.environment["TROUPE_POSTGRES_HOST"] == nil {
             throw ValidationError("--store postgres needs TROUPE_POSTGRES_HOST (eval \"$(scripts/postgres.sh start)\")")
         }
