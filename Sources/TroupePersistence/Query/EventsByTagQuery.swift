@@ -62,36 +62,56 @@ public struct EventsByTag<Store: EventsByTagQuery>: AsyncSequence, Sendable {
         var finished = false
 
         public mutating func next() async throws -> TaggedEvent? {
-            while !finished {
-                if nextInPage < page.count {
-                    defer { nextInPage += 1 }
-                    offset = page[nextInPage].offset
-                    return page[nextInPage]
-                }
-                if Task.isCancelled { break }
-                // Read the notifier's count before the query: a commit after the query bumps it
-                // past this value, so the wait below cannot miss it.
-                let notifier = sequence.store.eventNotifier
-                let seen = notifier?.count ?? 0
+            if nextInPage == page.count {
+                if finished { return nil }
                 do {
-                    page = try await sequence.store.events(
-                        tagged: sequence.tag, after: offset, limit: sequence.pageSize)
+                    guard
+                        let next = try await nextTaggedPage(
+                            of: sequence.store, tag: sequence.tag, after: offset, limit: sequence.pageSize,
+                            follow: sequence.follow, pollInterval: sequence.pollInterval)
+                    else {
+                        finished = true
+                        return nil
+                    }
+                    page = next
+                    nextInPage = 0
                 } catch {
-                    // A store's call cut short by the cancellation ends the sequence quietly.
-                    if Task.isCancelled { break }
+                    finished = true
                     throw error
                 }
-                nextInPage = 0
-                if !page.isEmpty { continue }
-                if !sequence.follow { break }
-                if let notifier {
-                    await notifier.wait(beyond: seen, timeout: sequence.pollInterval)
-                } else {
-                    do { try await Task.sleep(for: sequence.pollInterval) } catch { break }
-                }
             }
-            finished = true
-            return nil
+            defer { nextInPage += 1 }
+            offset = page[nextInPage].offset
+            return page[nextInPage]
         }
     }
+}
+
+/// The next page of events tagged `tag` after `offset` (1 to `limit` of them): what both the
+/// sequence and the stores' projections read. Without `follow`, nil when there is none yet; with
+/// it, waits for one (woken by the store's notifier, or every `pollInterval`). Nil once the task
+/// is cancelled, also when that cuts a store's call short.
+package func nextTaggedPage<Store: EventsByTagQuery>(
+    of store: Store, tag: String, after offset: EventOffset, limit: Int, follow: Bool, pollInterval: Duration
+) async throws -> [TaggedEvent]? {
+    // Only a follower needs the notifier (PostgreSQL's starts listening at first use).
+    let notifier = follow ? store.eventNotifier : nil
+    while !Task.isCancelled {
+        // Read the count before the query: a commit after the query raises it past this value,
+        // so the wait below cannot miss it.
+        let seen = notifier?.count ?? 0
+        let page: [TaggedEvent]
+        do { page = try await store.events(tagged: tag, after: offset, limit: limit) } catch {
+            if Task.isCancelled { return nil }
+            throw error
+        }
+        if !page.isEmpty { return page }
+        if !follow { return nil }
+        if let notifier {
+            await notifier.wait(beyond: seen, timeout: pollInterval)
+        } else {
+            do { try await Task.sleep(for: pollInterval) } catch { return nil }
+        }
+    }
+    return nil
 }

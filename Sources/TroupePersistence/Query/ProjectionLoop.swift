@@ -9,24 +9,10 @@ package func runProjectionLoop<Store: EventsByTagQuery>(
 ) async throws {
     precondition(batchSize >= 1, "runProjection: batchSize must be at least 1")
     precondition(pollInterval > .zero, "runProjection: pollInterval must be positive")
-    let notifier = follow ? store.eventNotifier : nil
     var offset = start
-    while !Task.isCancelled {
-        let seen = notifier?.count ?? 0
-        let batch: [TaggedEvent]
-        do { batch = try await store.events(tagged: tag, after: offset, limit: batchSize) } catch {
-            if Task.isCancelled { return }
-            throw error
-        }
-        if batch.isEmpty {
-            if !follow { return }
-            if let notifier {
-                await notifier.wait(beyond: seen, timeout: pollInterval)
-            } else {
-                try? await Task.sleep(for: pollInterval)
-            }
-            continue
-        }
+    while let batch = try await nextTaggedPage(
+        of: store, tag: tag, after: offset, limit: batchSize, follow: follow, pollInterval: pollInterval)
+    {
         guard let next = try await applyBatch(batch, offset) else { return }
         offset = next
     }
