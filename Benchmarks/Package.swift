@@ -12,7 +12,12 @@ let package = Package(
             description: "`troupe-bench persistence --store postgres` (postgres-nio, whose swift-crypto compiles a "
                 + "copy of BoringSSL). CI's quick runs build without it: --disable-default-traits."
         ),
-        .default(enabledTraits: ["PostgreSQL"]),
+        .trait(
+            name: "TLS",
+            description: "`troupe-bench cluster`'s TLS rows (TroupeClusterTLS and swift-nio-ssl, which compiles a "
+                + "copy of BoringSSL). CI's quick runs build without it: --disable-default-traits."
+        ),
+        .default(enabledTraits: ["PostgreSQL", "TLS"]),
     ],
     dependencies: [
         .package(name: "Troupe", path: ".."),
@@ -28,7 +33,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         // The persistence rows on PostgreSQL and their raw baseline (the PostgreSQL trait).
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
-        // The TLS rows' raw NIO TLS baseline.
+        // The TLS rows' raw NIO TLS baseline (the TLS trait).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
@@ -41,14 +46,14 @@ let package = Package(
                 .product(name: "TroupePubSub", package: "Troupe"), "CBenchSupport",
                 .product(name: "TroupeTracing", package: "Troupe"),
                 .product(name: "TroupeCluster", package: "Troupe"),
-                .product(name: "TroupeClusterTLS", package: "Troupe"),
+                .product(name: "TroupeClusterTLS", package: "Troupe", condition: .when(traits: ["TLS"])),
                 .product(name: "TroupePersistence", package: "Troupe"),
                 .product(name: "TroupePersistenceSQLite", package: "Troupe"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(
                     name: "TroupePersistencePostgres", package: "Troupe", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["TLS"])),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),

@@ -5,7 +5,6 @@ import CBenchSupport
 import Histogram
 import NIOCore
 import NIOPosix
-import NIOSSL
 
 /// Echoes every byte back.
 private final class EchoHandler: ChannelInboundHandler, Sendable {
@@ -53,22 +52,29 @@ private final class ClientHandler: ChannelInboundHandler, @unchecked Sendable {
 }
 
 /// A loopback echo server and one client, on two event loops.
+/// What puts each end of a ``RawNIOEcho`` behind a protocol layer (the TLS rows add their TLS
+/// handlers; this file stays free of NIOSSL, which only the TLS trait compiles).
+struct RawEchoSecurity: Sendable {
+    /// Called on the accepted channel's event loop, before the echo handler is added.
+    let server: @Sendable (any Channel) throws -> Void
+    /// Called on the client channel's event loop, before the client handler is added.
+    let client: @Sendable (any Channel) throws -> Void
+}
+
 struct RawNIOEcho {
     let group: MultiThreadedEventLoopGroup
     let server: any Channel
     let client: any Channel
     private let handler: ClientHandler
 
-    /// `tls`: both ends over TLS with these contexts (the TLS rows); nil, plain TCP.
-    init(size: Int, tls: (server: NIOSSLContext, client: NIOSSLContext)? = nil) async throws {
+    /// `tls`: both ends behind these handlers (the TLS rows); nil, plain TCP.
+    init(size: Int, tls: RawEchoSecurity? = nil) async throws {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         server = try await ServerBootstrap(group: group.next())
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let tls {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.server))
-                    }
+                    try tls?.server(channel)
                     try channel.pipeline.syncOperations.addHandler(EchoHandler())
                 }
             }
@@ -79,10 +85,7 @@ struct RawNIOEcho {
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let tls {
-                        try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: tls.client, serverHostname: nil))
-                    }
+                    try tls?.client(channel)
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }

@@ -139,7 +139,6 @@ final class TroupeHost: Sendable {
     var system: ActorSystem {
         created.withLock { system in
             if let system { return system }
-            let workers = getenv("TROUPE_BENCH_WORKERS").flatMap { Int(String(cString: $0)) }
             let made = ActorSystem(configuration: TroupeHost.configuration(introspection: .init()))
             system = made
             return made

@@ -39,14 +39,14 @@
 
         func createDatabase() async throws -> String {
             let name = "troupe_bench_\(UInt64.random(in: 0...UInt64.max))"
-            try await withClient(database: database) {
+            _ = try await withClient(database: database) {
                 try await $0.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
             }
             return name
         }
 
         func dropDatabase(_ name: String) async throws {
-            try await withClient(database: database) {
+            _ = try await withClient(database: database) {
                 try await $0.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
             }
         }

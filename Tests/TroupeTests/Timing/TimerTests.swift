@@ -74,8 +74,9 @@ import TroupeTestSupport
             let ticks = Recorder<String>()
             let gate = Gate()
             let actor = system.spawn(Ticker(ticks: ticks, gate: gate))
-            actor.tell(.startSingle(key: "k", tag: "late", after: .milliseconds(1)))
-            actor.tell(.blockThenCancel("k"))
+            // One handler starts the timer, blocks, then cancels: the tick can only be queued
+            // behind it (two messages let a slow sender see the tick overtake the second one).
+            actor.tell(.startBlockThenCancel(key: "k", tag: "late", after: .milliseconds(1)))
             await waitUntil("blocked") { gate.entered == 1 }
             await waitUntil("the tick is queued behind the blocked handler") { !actor.isMailboxEmpty }
             gate.open()
@@ -181,7 +182,7 @@ struct Ticker: ActorDefinition {
         case startSingle(key: String, tag: String, after: Duration)
         case startPeriodic(key: String, tag: String, every: Duration)
         case cancel(String, Reply<Void>)
-        case blockThenCancel(String)
+        case startBlockThenCancel(key: String, tag: String, after: Duration)
         case isActive(String, Reply<Bool>)
         case count(Reply<Int>)
         case tick(String)
@@ -208,7 +209,8 @@ struct Ticker: ActorDefinition {
         case .cancel(let key, let reply):
             context.cancelTimer(key: key)
             reply.succeed()
-        case .blockThenCancel(let key):
+        case .startBlockThenCancel(let key, let tag, let delay):
+            context.startSingleTimer(key: key, message: .tick(tag), after: delay)
             gate?.enter()
             context.cancelTimer(key: key)
         case .isActive(let key, let reply):
