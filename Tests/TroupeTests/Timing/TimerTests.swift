@@ -60,10 +60,16 @@ import TroupeTestSupport
     @Test func startingATimerUnderAnActiveKeyReplacesIt() async throws {
         try await withTestSystem { system in
             let ticks = Recorder<String>()
-            let actor = system.spawn(Ticker(ticks: ticks))
-            actor.tell(.startSingle(key: "k", tag: "old", after: .milliseconds(20)))
+            let gate = Gate()
+            let actor = system.spawn(Ticker(ticks: ticks, gate: gate))
+            // The three starts are queued behind a blocked handler, then handled back to back:
+            // "old" is replaced long before its deadline however slowly this task sends.
+            actor.tell(.block)
+            await waitUntil("blocked") { gate.entered == 1 }
+            actor.tell(.startSingle(key: "k", tag: "old", after: .milliseconds(200)))
             actor.tell(.startSingle(key: "k", tag: "new", after: .milliseconds(40)))
-            actor.tell(.startSingle(key: "later", tag: "later", after: .milliseconds(100)))
+            actor.tell(.startSingle(key: "later", tag: "later", after: .milliseconds(300)))
+            gate.open()
             await waitUntil("later fired") { ticks.values.contains("later") }
             #expect(ticks.values == ["new", "later"])
         }
