@@ -28,8 +28,9 @@ struct PersistenceBench: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The store: sqlite (default) or postgres (the server TROUPE_POSTGRES_HOST, _PORT, _USER, _PASSWORD, "
-                + "_DATABASE name, as scripts/postgres.sh start prints; each run gets a database of its own)."))
+            "The store: sqlite (default), postgres (the server TROUPE_POSTGRES_HOST, _PORT, _USER, _PASSWORD, "
+                + "_DATABASE name, as scripts/postgres.sh start prints; each run gets a database of its own), or "
+                + "memory (InMemoryStore: no database, so the rows show the journal's and the actors' own cost)."))
     var store = "sqlite"
 
     @Option(help: "Best of this many runs per row (default 3; 1 with --quick).")
@@ -45,8 +46,8 @@ struct PersistenceBench: ParsableCommand {
             throw ValidationError("--synchronous takes NORMAL, FULL or OFF, got \(synchronous)")
         }
         if let runs, runs < 1 { throw ValidationError("--runs needs a positive integer, got \(runs)") }
-        guard ["sqlite", "postgres"].contains(store) else {
-            throw ValidationError("--store takes sqlite or postgres, got \(store)")
+        guard ["sqlite", "postgres", "memory"].contains(store) else {
+            throw ValidationError("--store takes sqlite, postgres or memory, got \(store)")
         }
         #if !PostgreSQL
             if store == "postgres" {
@@ -80,9 +81,14 @@ struct PersistenceBench: ParsableCommand {
         defer { if directory == nil { try? FileManager.default.removeItem(atPath: base) } }
         let options = PersistenceBenchOptions(
             quick: quick, runs: runs ?? (quick ? 1 : 3), directory: base, synchronous: synchronous.uppercased(),
-            postgres: store == "postgres" ? PostgresBenchServer.fromEnvironment() : nil, only: Set(rows))
+            postgres: store == "postgres" ? PostgresBenchServer.fromEnvironment() : nil, inMemory: store == "memory",
+            only: Set(rows))
         print("# troupe-bench persistence --store \(store)\(quick ? " --quick" : "")")
-        if let server = options.postgres {
+        if options.inMemory {
+            print(
+                "Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. InMemoryStore: no database; no targets "
+                    + "(the stores' rows are capped by these).")
+        } else if let server = options.postgres {
             print(
                 "Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. PostgreSQL at \(server.host):\(server.port), "
                     + "synchronous_commit=on, a fresh database per run, on the same host.")
@@ -102,6 +108,8 @@ struct PersistenceBenchOptions {
     var synchronous: String
     /// The PostgreSQL server, when the rows run on PostgreSQL.
     var postgres: PostgresBenchServer?
+    /// The rows run on `InMemoryStore`: the runtime's own cost, no database.
+    var inMemory = false
     /// The rows asked for (empty: all).
     var only: Set<String> = []
 
