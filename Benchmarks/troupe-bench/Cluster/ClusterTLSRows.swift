@@ -23,7 +23,7 @@
         let tls = try ClusterTLS(
             certificateChainFile: "\(certificates)/node.pem", privateKeyFile: "\(certificates)/node-key.pem",
             trustRootsFile: "\(certificates)/ca.pem")
-        let raw = try await RawNIOEcho(size: 64, tls: try rawTLSContexts())
+        let raw = try await RawNIOEcho(size: 64, tls: try rawTLSHandlers())
         let nodes = try await TwoNodes(security: tls)
         var placement = "; event loops unpinned"
         if options.pinEventLoops, let sides = ThreadPlacement.sides {
@@ -73,7 +73,7 @@
     }
 
     /// The raw TLS baseline's handlers: the same certificates and TLS version as ``ClusterTLS``.
-    private func rawTLSContexts() throws -> RawEchoSecurity {
+    private func rawTLSHandlers() throws -> RawEchoSecurity {
         let chain = try NIOSSLCertificate.fromPEMFile("\(certificates)/node.pem").map {
             NIOSSLCertificateSource.certificate($0)
         }

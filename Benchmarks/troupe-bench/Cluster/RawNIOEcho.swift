@@ -51,7 +51,6 @@ private final class ClientHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 }
 
-/// A loopback echo server and one client, on two event loops.
 /// What puts each end of a ``RawNIOEcho`` behind a protocol layer (the TLS rows add their TLS
 /// handlers; this file stays free of NIOSSL, which only the TLS trait compiles).
 struct RawEchoSecurity: Sendable {
@@ -61,6 +60,7 @@ struct RawEchoSecurity: Sendable {
     let client: @Sendable (any Channel) throws -> Void
 }
 
+/// A loopback echo server and one client, on two event loops.
 struct RawNIOEcho {
     let group: MultiThreadedEventLoopGroup
     let server: any Channel
