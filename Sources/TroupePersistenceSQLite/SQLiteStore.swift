@@ -268,17 +268,22 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
 
     private func append(_ appends: [EventAppend]) async throws -> [JournalOutcome] {
         let now = SQLiteData.integer(SQLiteInt64(Self.nowMilliseconds()))
-        func rows(_ appends: some Sequence<EventAppend>) -> [SQLiteData] {
+        func rows(_ appends: some Collection<EventAppend>) -> [SQLiteData] {
             var rows: [SQLiteData] = []
+            // One allocation for the batch (an array literal per event would add one each).
+            rows.reserveCapacity(appends.reduce(0) { $0 + $1.events.count } * Self.eventColumns)
             for append in appends {
+                let id = SQLiteData.text(append.persistenceID.rawValue)
+                let epoch = SQLiteData.integer(SQLiteInt64(append.epoch.value))
                 for (offset, event) in append.events.enumerated() {
-                    rows += [
-                        .text(append.persistenceID.rawValue),
-                        .integer(SQLiteInt64(append.firstSequenceNumber + Int64(offset))),
-                        .integer(SQLiteInt64(append.epoch.value)), .text(event.typeName),
-                        .integer(SQLiteInt64(event.version)), .blob(ByteBuffer(bytes: event.payload)), now,
-                        StoredTags.encode(event.tags).map { .text($0) } ?? .null,
-                    ]
+                    rows.append(id)
+                    rows.append(.integer(SQLiteInt64(append.firstSequenceNumber + Int64(offset))))
+                    rows.append(epoch)
+                    rows.append(.text(event.typeName))
+                    rows.append(.integer(SQLiteInt64(event.version)))
+                    rows.append(.blob(ByteBuffer(bytes: event.payload)))
+                    rows.append(now)
+                    rows.append(StoredTags.encode(event.tags).map { .text($0) } ?? .null)
                 }
             }
             return rows

@@ -10,11 +10,13 @@ struct PersistenceBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "persistence",
         abstract:
-            "TroupePersistence on SQLite: persist and recover latency, group-commit throughput, the raw baseline.",
+            "TroupePersistence on SQLite, PostgreSQL or in memory: persist and recover latency, group-commit throughput, the raw floors.",
         discussion: """
             The database is a file in a fresh temporary directory (--directory to choose the disk), \
             WAL mode, synchronous=NORMAL unless --synchronous says otherwise. Each row says what it \
-            measures; the raw rows are SQLiteNIO alone doing the same inserts in the same batches.
+            measures; the raw rows are the database library alone: the same inserts in the same batches \
+            (the batched row needs the "many" row, whose batch size it copies), and on SQLite one awaited \
+            insert at a time and one read of a whole history.
             """)
 
     @ParentCommand var parent: TroupeBench
@@ -33,19 +35,35 @@ struct PersistenceBench: ParsableCommand {
                 + "memory (InMemoryStore: no database, so the rows show the journal's and the actors' own cost)."))
     var store = "sqlite"
 
-    @Option(help: "Best of this many runs per row (default 3; 1 with --quick).")
+    @Option(
+        help: ArgumentHelp(
+            "Where the journal's commits run: global (default, Swift's global executor, the Journal's default) or "
+                + "workers (the system's task executor, Troupe's workers)."))
+    var journalExecutor = "global"
+
+    @Option(help: "Troupe workers (default: one per CPU).")
+    var workers: Int?
+
+    // Not `--runs`: the parent command's `--runs` (for the workloads) would take it.
+    @Option(name: .customLong("best-of"), help: "Best of this many runs per row (default 3; 1 with --quick).")
     var runs: Int?
 
     @Option(
         name: .customLong("row"),
-        help: "Only these rows (repeatable): awaited, pipelined, many, open-loop, recovery, storm, raw.")
+        help:
+            "Only these rows (repeatable): awaited, pipelined, many, open-loop, recovery, storm, raw (batched: with many)."
+    )
     var rows: [String] = []
 
     func validate() throws {
         guard ["NORMAL", "FULL", "OFF"].contains(synchronous.uppercased()) else {
             throw ValidationError("--synchronous takes NORMAL, FULL or OFF, got \(synchronous)")
         }
-        if let runs, runs < 1 { throw ValidationError("--runs needs a positive integer, got \(runs)") }
+        if let runs, runs < 1 { throw ValidationError("--best-of needs a positive integer, got \(runs)") }
+        guard ["global", "workers"].contains(journalExecutor) else {
+            throw ValidationError("--journal-executor takes global or workers, got \(journalExecutor)")
+        }
+        if let workers, workers < 1 { throw ValidationError("--workers needs a positive integer, got \(workers)") }
         guard ["sqlite", "postgres", "memory"].contains(store) else {
             throw ValidationError("--store takes sqlite, postgres or memory, got \(store)")
         }
@@ -82,8 +100,11 @@ struct PersistenceBench: ParsableCommand {
         let options = PersistenceBenchOptions(
             quick: quick, runs: runs ?? (quick ? 1 : 3), directory: base, synchronous: synchronous.uppercased(),
             postgres: store == "postgres" ? PostgresBenchServer.fromEnvironment() : nil, inMemory: store == "memory",
-            only: Set(rows))
-        print("# troupe-bench persistence --store \(store)\(quick ? " --quick" : "")")
+            only: Set(rows), journalOnWorkers: journalExecutor == "workers", workers: workers)
+        print(
+            "# troupe-bench persistence --store \(store)\(quick ? " --quick" : "")"
+                + " --journal-executor \(journalExecutor)\(workers.map { " --workers \($0)" } ?? ""): best of \(options.runs)"
+        )
         if options.inMemory {
             print(
                 "Machine: \(ProcessInfo.processInfo.activeProcessorCount) CPUs. InMemoryStore: no database; no targets "
@@ -112,6 +133,10 @@ struct PersistenceBenchOptions {
     var inMemory = false
     /// The rows asked for (empty: all).
     var only: Set<String> = []
+    /// The journal's commits run on the system's task executor (else Swift's global executor).
+    var journalOnWorkers = false
+    /// Troupe workers (nil: one per CPU).
+    var workers: Int?
 
     /// Whether the row named `key` runs.
     func runs(_ key: String) -> Bool { only.isEmpty || only.contains(key) }

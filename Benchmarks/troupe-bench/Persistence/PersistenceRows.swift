@@ -68,17 +68,22 @@ struct Rig {
     let closeStore: @Sendable () async throws -> Void
 
     static func open(_ options: PersistenceBenchOptions, _ name: String) async throws -> Rig {
-        let system = ActorSystem(configuration: .init(name: "bench"))
+        var configuration = ActorSystem.Configuration(name: "bench")
+        configuration.workerCount = options.workers
+        let system = ActorSystem(configuration: configuration)
+        let executor: (any TaskExecutor)? = options.journalOnWorkers ? system.taskExecutor : nil
         #if PostgreSQL
-            if let server = options.postgres { return try await server.openRig(system: system) }
+            if let server = options.postgres { return try await server.openRig(system: system, executor: executor) }
         #endif
         if options.inMemory {
             let store = InMemoryStore()
-            return Rig(system: system, store: store, journal: Journal(store: store)) {}
+            return Rig(system: system, store: store, journal: Journal(store: store, executor: executor)) {}
         }
         let synchronous = SQLiteStore.Synchronous(rawValue: options.synchronous) ?? .normal
         let store = try await SQLiteStore.open(path: options.path(name), synchronous: synchronous)
-        return Rig(system: system, store: store, journal: Journal(store: store)) { try await store.close() }
+        return Rig(system: system, store: store, journal: Journal(store: store, executor: executor)) {
+            try await store.close()
+        }
     }
 
     func close() async throws {
@@ -224,7 +229,8 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
             })
     }
 
-    var batchSize = 1
+    // The journal's average batch in the "many" row: the raw batched row uses the same.
+    var batchSize: Int?
     if options.runs("many") {
         rows.append(
             try await bestOf(options.runs) {
@@ -253,13 +259,14 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
                 let elapsed = seconds(since: start)
                 precondition(countdown.failures.load(ordering: .relaxed) == 0, "appends failed")
                 let after = rig.journal.statistics
-                batchSize = max(1, (after.events - before.events) / max(1, after.batches - before.batches))
+                let averageBatch = max(1, (after.events - before.events) / max(1, after.batches - before.batches))
+                batchSize = averageBatch
                 try await rig.close()
                 return PersistenceRow(
                     name: "\(grouped(actors)) actors appending",
                     note: "\(grouped(actors)) actors, each with one 100-byte append in flight at a time (closed loop, "
                         + "\(perActor) each); latency is send to reply, so with \(grouped(actors)) in flight it is "
-                        + "\(grouped(actors)) ÷ the rate by Little's law; group commit averaged \(batchSize) events per batch",
+                        + "\(grouped(actors)) ÷ the rate by Little's law; group commit averaged \(averageBatch) events per batch",
                     events: total, seconds: elapsed, p50: latencies.p50, p99: latencies.p99,
                     targets: full ? [.rateAtLeast(targetRate), .rateWithin(1.3, of: rawName)] : [])
             })
@@ -342,15 +349,25 @@ func persistenceRows(_ options: PersistenceBenchOptions) async throws -> [Persis
         )
     }
     if options.runs("raw") && !options.inMemory {
-        rows.append(
-            try await bestOf(options.runs) {
-                #if PostgreSQL
-                    if postgres {
-                        return try await rawPostgresInserts(options, events: actors * perActor, batch: batchSize)
-                    }
-                #endif
-                return try await rawInserts(options, events: actors * perActor, batch: batchSize)
-            })
+        // Without the "many" row there is no batch size to match: the batched raw row needs it.
+        if let batchSize {
+            rows.append(
+                try await bestOf(options.runs) {
+                    #if PostgreSQL
+                        if postgres {
+                            return try await rawPostgresInserts(options, events: actors * perActor, batch: batchSize)
+                        }
+                    #endif
+                    return try await rawInserts(options, events: actors * perActor, batch: batchSize)
+                })
+        }
+        if !postgres {
+            // The floors under the awaited and recovery rows: what one awaited statement and one
+            // read of the whole history cost through SQLiteNIO, before any actor or journal.
+            let awaited = try await bestOf(options.runs) { try await rawAwaitedInserts(options, events: single) }
+            rows.append(awaited)
+            rows.append(try await bestOf(options.runs) { try await rawRead(options, events: single) })
+        }
     }
     return rows
 }
@@ -412,12 +429,16 @@ func restartStorm(_ options: PersistenceBenchOptions, actors: Int) async throws 
         targets: options.quick || options.inMemory ? [.noFailures] : [.rateAtLeast(20_000), .noFailures])
 }
 
-/// SQLiteNIO alone: the same rows, in transactions of `batch` events, as fast as it goes.
-func rawInserts(_ options: PersistenceBenchOptions, events: Int, batch: Int) async throws -> PersistenceRow {
+/// A SQLiteNIO connection on a thread of its own to a fresh file with the benchmark's events table.
+func rawConnection(
+    _ options: PersistenceBenchOptions, _ name: String
+) async throws -> (
+    SQLiteConnection, NIOThreadPool
+) {
     let threads = NIOThreadPool(numberOfThreads: 1)
     threads.start()
     let connection = try await SQLiteConnection.open(
-        storage: .file(path: options.path("raw")), threadPool: threads, on: MultiThreadedEventLoopGroup.singleton.any())
+        storage: .file(path: options.path(name)), threadPool: threads, on: MultiThreadedEventLoopGroup.singleton.any())
     for pragma in [
         "PRAGMA journal_mode = WAL", "PRAGMA synchronous = \(options.synchronous)", "PRAGMA cache_size = -65536",
     ] {
@@ -429,6 +450,71 @@ func rawInserts(_ options: PersistenceBenchOptions, events: Int, batch: Int) asy
         type_name TEXT NOT NULL, type_version INTEGER NOT NULL, payload BLOB NOT NULL, written_at INTEGER NOT NULL,
         PRIMARY KEY (persistence_id, sequence_nr))
         """)
+    return (connection, threads)
+}
+
+/// The binds of one event row of `actor` (7 columns).
+func rawEventBinds(actor: String, sequence: Int) -> [SQLiteData] {
+    [
+        .text(actor), .integer(sequence), .integer(1), .text("blob"), .integer(1), .blob(ByteBuffer(bytes: eventBytes)),
+        .integer(0),
+    ]
+}
+
+/// SQLiteNIO alone, one event per statement, each awaited before the next (each its own
+/// transaction): the floor under "persist, one actor, awaited".
+func rawAwaitedInserts(_ options: PersistenceBenchOptions, events: Int) async throws -> PersistenceRow {
+    let (connection, threads) = try await rawConnection(options, "raw-awaited")
+    let latencies = Latencies()
+    let start = now()
+    for sequence in 1...events {
+        let sent = now()
+        _ = try await connection.query(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rawEventBinds(actor: "ledger", sequence: sequence))
+        latencies.record(since: sent)
+    }
+    let elapsed = seconds(since: start)
+    try await connection.close()
+    try await threads.shutdownGracefully()
+    return PersistenceRow(
+        name: "raw SQLiteNIO, \(grouped(events)) awaited single inserts",
+        note: "SQLiteNIO alone, from a task: one INSERT per event, each awaited before the next (the floor under "
+            + "the awaited row: one statement's hops to SQLiteNIO's thread and back, and SQLite's commit)",
+        events: events, seconds: elapsed, p50: latencies.p50, p99: latencies.p99)
+}
+
+/// SQLiteNIO alone reading one identity's `events` events in one query: the floor under "recover".
+func rawRead(_ options: PersistenceBenchOptions, events: Int) async throws -> PersistenceRow {
+    let (connection, threads) = try await rawConnection(options, "raw-read")
+    var binds: [SQLiteData] = []
+    for sequence in 1...events { binds += rawEventBinds(actor: "ledger", sequence: sequence) }
+    for chunk in stride(from: 0, to: events, by: 1_000) {
+        let count = min(1_000, events - chunk)
+        _ = try await connection.query(
+            "INSERT INTO events VALUES "
+                + Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", "),
+            Array(binds[(chunk * 7)..<((chunk + count) * 7)]))
+    }
+    let start = now()
+    let rows = try await connection.query(
+        "SELECT sequence_nr, type_name, type_version, payload FROM events WHERE persistence_id = ? ORDER BY sequence_nr",
+        [.text("ledger")])
+    var bytes = 0
+    for row in rows { bytes += row.column("payload")?.blob?.readableBytes ?? 0 }
+    let elapsed = seconds(since: start)
+    precondition(rows.count == events && bytes == events * eventBytes.count, "read \(rows.count) of \(events) events")
+    try await connection.close()
+    try await threads.shutdownGracefully()
+    return PersistenceRow(
+        name: "raw SQLiteNIO, read \(grouped(events)) events",
+        note: "SQLiteNIO alone: one SELECT of one identity's \(grouped(events)) events, each row's payload taken "
+            + "(the floor under the recovery row, before decoding and applying)",
+        events: events, seconds: elapsed)
+}
+
+/// SQLiteNIO alone: the same rows, in transactions of `batch` events, as fast as it goes.
+func rawInserts(_ options: PersistenceBenchOptions, events: Int, batch: Int) async throws -> PersistenceRow {
+    let (connection, threads) = try await rawConnection(options, "raw")
     let row = "(?, ?, ?, ?, ?, ?, ?)"
     let start = now()
     var written = 0
@@ -440,10 +526,7 @@ func rawInserts(_ options: PersistenceBenchOptions, events: Int, batch: Int) asy
         for index in 0..<count {
             let actor = (written + index) % 10_000
             if actor == 0 { sequence += 1 }
-            binds += [
-                .text("ledger-\(actor)"), .integer(sequence), .integer(1), .text("blob"), .integer(1),
-                .blob(ByteBuffer(bytes: eventBytes)), .integer(0),
-            ]
+            binds += rawEventBinds(actor: "ledger-\(actor)", sequence: sequence)
         }
         _ = try await connection.query("BEGIN IMMEDIATE")
         _ = try await connection.query(

@@ -52,10 +52,10 @@
         }
 
         /// A rig on a fresh database of this server, dropped when the rig closes.
-        func openRig(system: ActorSystem) async throws -> Rig {
+        func openRig(system: ActorSystem, executor: (any TaskExecutor)?) async throws -> Rig {
             let database = try await createDatabase()
             let store = try await PostgresStore.connect(configuration(database: database))
-            return Rig(system: system, store: store, journal: Journal(store: store)) {
+            return Rig(system: system, store: store, journal: Journal(store: store, executor: executor)) {
                 store.close()
                 try await dropDatabase(database)
             }

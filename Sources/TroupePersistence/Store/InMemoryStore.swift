@@ -53,7 +53,9 @@ public final class InMemoryStore: PersistenceStore, EventsByTagQuery {
 
     static func apply(_ operation: JournalOperation, to entries: inout [PersistenceID: Entry]) -> JournalOutcome {
         let id = operation.persistenceID
-        var entry = entries[id] ?? Entry()
+        // Taken out of the dictionary while it changes: a copy left behind would make every
+        // append copy the identity's whole history (quadratic in its length).
+        var entry = entries.removeValue(forKey: id) ?? Entry()
         defer { entries[id] = entry }
         switch operation {
         case .claimWriter:
