@@ -7,7 +7,7 @@ struct DurableStateHost<Actor: DurableStateActor>: DurableHost {
     typealias Command = Actor.Command
 
     let actor: Actor
-    var core: DurableCore<Actor.Command>
+    let core: DurableCore<Actor.Command>
     var phase = DurablePhase<PendingSave>.admitting
     var state: Actor.State
     var revision: Int64 = 0

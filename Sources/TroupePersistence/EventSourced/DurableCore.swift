@@ -2,7 +2,11 @@ import Troupe
 
 /// What both kinds of durable actor share: the identity and journal, the incarnation that
 /// journal answers must name, the writer claim and the stash.
-struct DurableCore<Command: Sendable> {
+///
+/// A class, made once per incarnation and touched only on the actor's turns: the hosts reach
+/// it through ``DurableHost``'s generic lifecycle code, where a struct would be copied out of the
+/// host (every field retained, then released) at each access.
+final class DurableCore<Command: Sendable> {
     typealias Message = PersistentMessage<Command>
 
     let id: PersistenceID
@@ -18,20 +22,18 @@ struct DurableCore<Command: Sendable> {
     /// Why this instance failed, once it has: if it then stops, the stash is failed with it.
     var failure: (any Error)?
     /// Where this instance is with its recovery permit.
-    var admission = Admission.none
+    var admission = DurableAdmission.none
     /// When this instance asked to recover (for ``Journal/Statistics/recoveryLatency``).
     var recoveryRequestedAt = ContinuousClock.now
 
-    enum Admission {
-        case none
-        /// Asked for a permit; `hurried` once a command waits.
-        case waiting(hurried: Bool)
-        /// Holds a permit since `since`, until the recovery ends.
-        case holding(since: ContinuousClock.Instant)
+    init(id: PersistenceID, journal: Journal, settings: PersistenceSettings) {
+        self.id = id
+        self.journal = journal
+        self.settings = settings
     }
 
     /// Asks the journal's gate for a recovery permit; it arrives as `.admitted`.
-    mutating func requestAdmission(context: ActorContext<Message>) {
+    func requestAdmission(context: ActorContext<Message>) {
         let me = context.ref
         let incarnation = incarnation
         admission = .waiting(hurried: false)
@@ -42,18 +44,18 @@ struct DurableCore<Command: Sendable> {
     }
 
     /// A command waits behind the recovery: move it ahead of recoveries nobody waits for.
-    mutating func hurryAdmission() {
+    func hurryAdmission() {
         if case .waiting(hurried: false) = admission {
             journal.recoveryGate.hurry(incarnation)
             admission = .waiting(hurried: true)
         }
     }
 
-    mutating func admitted() { admission = .holding(since: .now) }
+    func admitted() { admission = .holding(since: .now) }
 
     /// The recovery ended (done or failed), or the actor is going: give the permit back, or
     /// the place in the queue.
-    mutating func endAdmission() {
+    func endAdmission() {
         switch admission {
         case .none: break
         case .waiting: journal.recoveryGate.cancel(incarnation)
@@ -81,7 +83,7 @@ struct DurableCore<Command: Sendable> {
     }
 
     /// Takes the claim's outcome: the epoch to write with, or the error that fails recovery.
-    mutating func claimed(_ result: Result<JournalOutcome, any Error>) throws {
+    func claimed(_ result: Result<JournalOutcome, any Error>) throws {
         switch result {
         case .success(.claimed(let claimedEpoch, let last)):
             epoch = claimedEpoch
@@ -106,7 +108,7 @@ struct DurableCore<Command: Sendable> {
         }
     }
 
-    mutating func stashing(_ command: Command) throws {
+    func stashing(_ command: Command) throws {
         guard stash.count < settings.stashCapacity else {
             throw PersistenceError.stashOverflow(id, capacity: settings.stashCapacity)
         }
@@ -115,13 +117,13 @@ struct DurableCore<Command: Sendable> {
 
     /// Sends the stashed commands back to the actor: after a restart, the fresh instance
     /// handles them once recovered; after a stop, they become dead letters.
-    mutating func handBackStash(context: ActorContext<Message>) {
+    func handBackStash(context: ActorContext<Message>) {
         while let command = stash.pop() { context.ref.tell(.command(command)) }
     }
 
     /// Drops the stashed commands: a ``Reply`` in one, unanswered, fails its ask with `error`
     /// (the asker learns why the actor gave up, not "no reply").
-    mutating func failStash(with error: any Error) {
+    func failStash(with error: any Error) {
         withUnansweredRepliesFailing(with: error) {
             while stash.pop() != nil {}
         }
@@ -151,4 +153,14 @@ public struct StoppedDuringWrite: Error, CustomStringConvertible {
     public var description: String {
         "the actor stopped or restarted before its write's outcome arrived (the write may be stored)"
     }
+}
+
+/// Where a durable actor's incarnation is with its recovery permit (outside the generic
+/// ``DurableCore``: a nested type would be generic too, its metadata looked up at each use).
+enum DurableAdmission {
+    case none
+    /// Asked for a permit; `hurried` once a command waits.
+    case waiting(hurried: Bool)
+    /// Holds a permit since `since`, until the recovery ends.
+    case holding(since: ContinuousClock.Instant)
 }

@@ -21,7 +21,7 @@ protocol DurableHost: ActorDefinition where Message == PersistentMessage<Command
     associatedtype Command: Sendable
     associatedtype PendingWrite
 
-    var core: DurableCore<Command> { get set }
+    var core: DurableCore<Command> { get }
     var phase: DurablePhase<PendingWrite> { get set }
 
     /// Reads and decodes what is stored for `id`, off the actor.

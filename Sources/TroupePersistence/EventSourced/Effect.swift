@@ -13,13 +13,11 @@ import Troupe
 /// write fails, so an asker learns of it at once.
 public struct Effect<Actor: EventSourcedActor> {
     var events: [Actor.Event]
-    var followUps: [FollowUp] = []
+    /// The follow-ups, in the order given, each composed into one closure per outcome: no
+    /// array of follow-ups (whose generic metadata unspecialized code would look up per command).
+    var succeeded: ((Actor.State) -> Void)?
+    var failed: ((PersistenceError) -> Void)?
     var stops = false
-
-    struct FollowUp {
-        let succeeded: (Actor.State) -> Void
-        let failed: ((PersistenceError) -> Void)?
-    }
 
     init(events: [Actor.Event]) { self.events = events }
 
@@ -41,15 +39,15 @@ public struct Effect<Actor: EventSourcedActor> {
     /// fails it with the error.
     public func thenReply<Value: Sendable>(_ reply: Reply<Value>, _ value: @escaping (Actor.State) -> Value) -> Self {
         var effect = self
-        effect.followUps.append(
-            FollowUp(succeeded: { reply.succeed(value($0)) }, failed: { reply.fail($0) }))
+        effect.succeeded = composed(succeeded) { reply.succeed(value($0)) }
+        effect.failed = composed(failed) { reply.fail($0) }
         return effect
     }
 
     /// Once the events are stored, runs `body` with the new state (on the actor).
     public func thenRun(_ body: @escaping (Actor.State) -> Void) -> Self {
         var effect = self
-        effect.followUps.append(FollowUp(succeeded: body, failed: nil))
+        effect.succeeded = composed(succeeded, body)
         return effect
     }
 
@@ -60,11 +58,17 @@ public struct Effect<Actor: EventSourcedActor> {
         return effect
     }
 
-    func succeed(with state: Actor.State) {
-        for followUp in followUps { followUp.succeeded(state) }
-    }
+    func succeed(with state: Actor.State) { succeeded?(state) }
 
-    func fail(_ error: PersistenceError) {
-        for followUp in followUps { followUp.failed?(error) }
+    func fail(_ error: PersistenceError) { failed?(error) }
+}
+
+/// Runs `earlier` (if any), then `next`: how an effect's follow-ups keep their order.
+@inline(__always)
+func composed<Value>(_ earlier: ((Value) -> Void)?, _ next: @escaping (Value) -> Void) -> (Value) -> Void {
+    guard let earlier else { return next }
+    return { value in
+        earlier(value)
+        next(value)
     }
 }

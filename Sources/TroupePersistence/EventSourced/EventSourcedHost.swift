@@ -8,7 +8,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
     typealias Command = Actor.Command
 
     let actor: Actor
-    var core: DurableCore<Actor.Command>
+    let core: DurableCore<Actor.Command>
     var phase = DurablePhase<PendingWrite>.admitting
     var state: Actor.State
     var lastSequenceNumber: Int64 = 0
@@ -70,12 +70,36 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
 
     // MARK: Commands and writes
 
-    /// The commands of one write: their effects, each with the state right after its own
-    /// events, and all their events, stored in one atomic append.
+    /// The commands of one write: their effects' follow-ups, each bound to the state right after
+    /// its own events, and all their events, stored in one atomic append.
     struct PendingWrite {
-        var effects: [(effect: Effect<Actor>, state: Actor.State)] = []
+        /// The follow-ups in the order decided, composed into one closure per outcome (an array
+        /// of effect-and-state pairs would cost two generic metadata lookups per command here).
+        var succeed: (() -> Void)?
+        var fail: ((PersistenceError) -> Void)?
+        /// Effects decided (with or without follow-ups).
+        var effectCount = 0
         var events: [Actor.Event] = []
         var stops = false
+
+        /// Adds `effect`, whose follow-ups will see `state`.
+        mutating func add(_ effect: Effect<Actor>, after state: Actor.State) {
+            effectCount += 1
+            if let succeeded = effect.succeeded {
+                let earlier = succeed
+                succeed = {
+                    earlier?()
+                    succeeded(state)
+                }
+            }
+            if let failed = effect.failed {
+                let earlier = fail
+                fail = { error in
+                    earlier?(error)
+                    failed(error)
+                }
+            }
+        }
     }
 
     /// Handles `first` (if any) and then the stash, while nothing is in flight: commands that
@@ -101,13 +125,13 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
                 try submit(pending, context: context)
                 throw error
             }
-            if effect.events.isEmpty && pending.effects.isEmpty {
+            if effect.events.isEmpty && pending.effectCount == 0 {
                 // Nothing waits to be stored: its follow-ups run at once.
                 effect.succeed(with: working)
             } else {
                 for event in effect.events { actor.apply(event, to: &working) }
                 pending.events += effect.events
-                pending.effects.append((effect, working))
+                pending.add(effect, after: working)
             }
             if effect.stops {
                 pending.stops = true
@@ -126,7 +150,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
     /// Sends `pending`'s events as one append (or, with none, runs what waits at once).
     private mutating func submit(_ pending: PendingWrite, context: ActorContext<Message>) throws {
         guard !pending.events.isEmpty else {
-            for (effect, state) in pending.effects { effect.succeed(with: state) }
+            pending.succeed?()
             return
         }
         var serialized: [SerializedEvent] = []
@@ -147,7 +171,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
             }
         } catch {
             let failure = error as? PersistenceError ?? PersistenceError.storeFailed(id, underlying: error)
-            for (effect, _) in pending.effects { effect.fail(failure) }
+            pending.fail?(failure)
             throw failure
         }
         let append = EventAppend(
@@ -157,7 +181,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
     }
 
     func fail(_ pending: PendingWrite, with error: PersistenceError) {
-        for (effect, _) in pending.effects { effect.fail(error) }
+        pending.fail?(error)
     }
 
     mutating func written(
@@ -173,7 +197,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
         for event in pending.events { actor.apply(event, to: &state) }
         lastSequenceNumber += Int64(pending.events.count)
         eventsSinceSnapshot += pending.events.count
-        for (effect, state) in pending.effects { effect.succeed(with: state) }
+        pending.succeed?()
         snapshotIfDue(context: context)
         if pending.stops {
             context.stop()
