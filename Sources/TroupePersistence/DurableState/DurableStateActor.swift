@@ -50,9 +50,9 @@ public struct DurableStateContext<Actor: DurableStateActor> {
 /// stored. Without a new state the follow-ups run at once.
 public struct StateEffect<Actor: DurableStateActor> {
     var newState: Actor.State?
-    /// The follow-ups, in the order given, composed into one closure per outcome (as ``Effect``'s).
-    var succeeded: ((Actor.State) -> Void)?
-    var failed: ((PersistenceError) -> Void)?
+    /// The follow-ups, in the order given, for each outcome.
+    var succeeded = FollowUps<Actor.State>()
+    var failed = FollowUps<PersistenceError>()
     var stops = false
 
     /// Saves nothing and does nothing.
@@ -70,15 +70,15 @@ public struct StateEffect<Actor: DurableStateActor> {
     /// it with the error.
     public func thenReply<Value: Sendable>(_ reply: Reply<Value>, _ value: @escaping (Actor.State) -> Value) -> Self {
         var effect = self
-        effect.succeeded = composed(succeeded) { reply.succeed(value($0)) }
-        effect.failed = composed(failed) { reply.fail($0) }
+        effect.succeeded.append { reply.succeed(value($0)) }
+        effect.failed.append { reply.fail($0) }
         return effect
     }
 
     /// Once the state is stored, runs `body` with it (on the actor).
     public func thenRun(_ body: @escaping (Actor.State) -> Void) -> Self {
         var effect = self
-        effect.succeeded = composed(succeeded, body)
+        effect.succeeded.append(body)
         return effect
     }
 
@@ -89,6 +89,6 @@ public struct StateEffect<Actor: DurableStateActor> {
         return effect
     }
 
-    func succeed(with state: Actor.State) { succeeded?(state) }
-    func fail(_ error: PersistenceError) { failed?(error) }
+    func succeed(with state: Actor.State) { succeeded.run(state) }
+    func fail(_ error: PersistenceError) { failed.run(error) }
 }

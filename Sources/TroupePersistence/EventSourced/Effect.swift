@@ -13,10 +13,9 @@ import Troupe
 /// write fails, so an asker learns of it at once.
 public struct Effect<Actor: EventSourcedActor> {
     var events: [Actor.Event]
-    /// The follow-ups, in the order given, each composed into one closure per outcome: no
-    /// array of follow-ups (whose generic metadata unspecialized code would look up per command).
-    var succeeded: ((Actor.State) -> Void)?
-    var failed: ((PersistenceError) -> Void)?
+    /// The follow-ups, in the order given, for each outcome.
+    var succeeded = FollowUps<Actor.State>()
+    var failed = FollowUps<PersistenceError>()
     var stops = false
 
     init(events: [Actor.Event]) { self.events = events }
@@ -39,15 +38,15 @@ public struct Effect<Actor: EventSourcedActor> {
     /// fails it with the error.
     public func thenReply<Value: Sendable>(_ reply: Reply<Value>, _ value: @escaping (Actor.State) -> Value) -> Self {
         var effect = self
-        effect.succeeded = composed(succeeded) { reply.succeed(value($0)) }
-        effect.failed = composed(failed) { reply.fail($0) }
+        effect.succeeded.append { reply.succeed(value($0)) }
+        effect.failed.append { reply.fail($0) }
         return effect
     }
 
     /// Once the events are stored, runs `body` with the new state (on the actor).
     public func thenRun(_ body: @escaping (Actor.State) -> Void) -> Self {
         var effect = self
-        effect.succeeded = composed(succeeded, body)
+        effect.succeeded.append(body)
         return effect
     }
 
@@ -58,17 +57,46 @@ public struct Effect<Actor: EventSourcedActor> {
         return effect
     }
 
-    func succeed(with state: Actor.State) { succeeded?(state) }
+    func succeed(with state: Actor.State) { succeeded.run(state) }
 
-    func fail(_ error: PersistenceError) { failed?(error) }
+    func fail(_ error: PersistenceError) { failed.run(error) }
 }
 
-/// Runs `earlier` (if any), then `next`: how an effect's follow-ups keep their order.
-@inline(__always)
-func composed<Value>(_ earlier: ((Value) -> Void)?, _ next: @escaping (Value) -> Void) -> (Value) -> Void {
-    guard let earlier else { return next }
-    return { value in
-        earlier(value)
-        next(value)
+/// Follow-ups run in the order given. The first is kept apart from the others: most effects
+/// have one, and then no array is touched (code generic over the actor, as the durable hosts'
+/// is, looks up an array's type metadata at each use); any number more go in the array and
+/// run in a loop (no recursion, however many a command chains).
+struct FollowUps<Value> {
+    private var first: ((Value) -> Void)?
+    private var others: [(Value) -> Void] = []
+    /// `others.count`, kept apart so that running one follow-up does not touch the array.
+    private var otherCount = 0
+
+    @inline(__always)
+    mutating func append(_ body: @escaping (Value) -> Void) {
+        if first == nil {
+            first = body
+        } else {
+            others.append(body)
+            otherCount += 1
+        }
+    }
+
+    @inline(__always)
+    func run(_ value: Value) {
+        first?(value)
+        if otherCount > 0 { for body in others { body(value) } }
+    }
+
+    /// One closure that runs them all (nil when there are none): the first itself when it is
+    /// alone, so that whoever keeps it for later holds no copy of this value.
+    var runner: ((Value) -> Void)? {
+        guard let first else { return nil }
+        if otherCount == 0 { return first }
+        let others = others
+        return { value in
+            first(value)
+            for body in others { body(value) }
+        }
     }
 }

@@ -73,10 +73,12 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
     /// The commands of one write: their effects' follow-ups, each bound to the state right after
     /// its own events, and all their events, stored in one atomic append.
     struct PendingWrite {
-        /// The follow-ups in the order decided, composed into one closure per outcome (an array
-        /// of effect-and-state pairs would cost two generic metadata lookups per command here).
-        var succeed: (() -> Void)?
-        var fail: ((PersistenceError) -> Void)?
+        /// The follow-ups in the order decided, each bound to its state. Arrays of concrete
+        /// closure types: no generic metadata to look up per command (an array of
+        /// effect-and-state pairs cost two lookups), and no recursion however many commands
+        /// one write carries (up to the stash's capacity), as composed closures would have.
+        var succeeded: [() -> Void] = []
+        var failed: [(PersistenceError) -> Void] = []
         /// Effects decided (with or without follow-ups).
         var effectCount = 0
         var events: [Actor.Event] = []
@@ -85,21 +87,13 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
         /// Adds `effect`, whose follow-ups will see `state`.
         mutating func add(_ effect: Effect<Actor>, after state: Actor.State) {
             effectCount += 1
-            if let succeeded = effect.succeeded {
-                let earlier = succeed
-                succeed = {
-                    earlier?()
-                    succeeded(state)
-                }
-            }
-            if let failed = effect.failed {
-                let earlier = fail
-                fail = { error in
-                    earlier?(error)
-                    failed(error)
-                }
-            }
+            if let succeed = effect.succeeded.runner { succeeded.append { succeed(state) } }
+            if let fail = effect.failed.runner { failed.append(fail) }
         }
+
+        func succeed() { for followUps in succeeded { followUps() } }
+
+        func fail(_ error: PersistenceError) { for followUps in failed { followUps(error) } }
     }
 
     /// Handles `first` (if any) and then the stash, while nothing is in flight: commands that
@@ -150,7 +144,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
     /// Sends `pending`'s events as one append (or, with none, runs what waits at once).
     private mutating func submit(_ pending: PendingWrite, context: ActorContext<Message>) throws {
         guard !pending.events.isEmpty else {
-            pending.succeed?()
+            pending.succeed()
             return
         }
         var serialized: [SerializedEvent] = []
@@ -171,7 +165,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
             }
         } catch {
             let failure = error as? PersistenceError ?? PersistenceError.storeFailed(id, underlying: error)
-            pending.fail?(failure)
+            pending.fail(failure)
             throw failure
         }
         let append = EventAppend(
@@ -181,7 +175,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
     }
 
     func fail(_ pending: PendingWrite, with error: PersistenceError) {
-        pending.fail?(error)
+        pending.fail(error)
     }
 
     mutating func written(
@@ -197,7 +191,7 @@ struct EventSourcedHost<Actor: EventSourcedActor>: DurableHost {
         for event in pending.events { actor.apply(event, to: &state) }
         lastSequenceNumber += Int64(pending.events.count)
         eventsSinceSnapshot += pending.events.count
-        pending.succeed?()
+        pending.succeed()
         snapshotIfDue(context: context)
         if pending.stops {
             context.stop()
