@@ -12,8 +12,9 @@ import TroupePersistence
 /// itself is compiled into the package (through sqlite-nio); no system library is needed.
 ///
 /// The file is opened in WAL mode with two connections, each on a thread of its own: the
-/// writer commits the `Journal`'s batches (one transaction each), the reader serves
-/// recoveries concurrently with it. Tables are prefixed `troupe_`, so the file can also hold
+/// writer commits the `Journal`'s batches (one transaction and one job on its thread each,
+/// through SQLite's C API with statements prepared once), the reader (sqlite-nio's API)
+/// serves recoveries concurrently with it. Write errors are ``SQLiteWriteError``s. Tables are prefixed `troupe_`, so the file can also hold
 /// your own; their schema is created and migrated by the store (``schemaVersion``).
 ///
 /// One process writes a file at a time: the store refuses a stale writer through the
@@ -35,66 +36,81 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
         case off = "OFF"
     }
 
-    /// The schema version this build creates and reads (2: events carry tags).
-    public static let schemaVersion = 2
+    /// The schema version this build creates and reads (2: events carry tags; 3: the writer's
+    /// checks refuse without a statement journal).
+    public static let schemaVersion = 3
 
     public let path: String
     public let synchronous: Synchronous
-    private let writer: SQLiteConnection
+    /// Touched only by jobs of `writerThread`, one at a time.
+    private let writer: UnsafeSQLiteConnection
+    private let writerThread: NIOThreadPool
     private let reader: SQLiteConnection
-    private let threads: NIOThreadPool
+    private let readerThread: NIOThreadPool
     private let closed = Atomic(false)
     /// Raised after each commit that stored tagged events: this process's followers wake at
     /// once (other processes' writes are seen at the followers' next poll).
     public let eventNotifier: EventNotifier? = EventNotifier()
 
     private init(
-        path: String, synchronous: Synchronous, writer: SQLiteConnection, reader: SQLiteConnection,
-        threads: NIOThreadPool
+        path: String, synchronous: Synchronous, writer: UnsafeSQLiteConnection, writerThread: NIOThreadPool,
+        reader: SQLiteConnection, readerThread: NIOThreadPool
     ) {
         self.path = path
         self.synchronous = synchronous
         self.writer = writer
+        self.writerThread = writerThread
         self.reader = reader
-        self.threads = threads
+        self.readerThread = readerThread
     }
 
     /// Opens (creating if needed) the store in the file at `path`, creating or migrating its
     /// tables. Throws ``SQLiteStoreError`` when the file is not a database, is corrupt, or
     /// was written by a newer schema.
     public static func open(path: String, synchronous: Synchronous = .normal) async throws -> SQLiteStore {
-        // One thread per connection: SQLite calls block, and the writer's must not wait
-        // behind a recovery's read.
-        let threads = NIOThreadPool(numberOfThreads: 2)
-        threads.start()
-        let loop = MultiThreadedEventLoopGroup.singleton.any()
+        // A thread per connection: SQLite calls block, and the writer's must not wait behind a
+        // recovery's read.
+        let readerThread = NIOThreadPool(numberOfThreads: 1)
+        readerThread.start()
+        let writerThread = NIOThreadPool(numberOfThreads: 1)
+        writerThread.start()
         var logger = Logger(label: "troupe.persistence.sqlite")
         logger.logLevel = .warning
-        var opened: [SQLiteConnection] = []
+        var reader: SQLiteConnection?
         do {
-            let writer = try await SQLiteConnection.open(
-                storage: .file(path: path), threadPool: threads, logger: logger, on: loop)
-            opened.append(writer)
+            // The reader creates the file and its schema; the writer then opens it as it is.
+            let opened = try await SQLiteConnection.open(
+                storage: .file(path: path), threadPool: readerThread, logger: logger,
+                on: MultiThreadedEventLoopGroup.singleton.any())
+            reader = opened
             // `busy_timeout` replaces sqlite-nio's spinning busy handler with a sleeping one.
-            for pragma in [
-                "PRAGMA busy_timeout = 10000", "PRAGMA journal_mode = WAL",
-                "PRAGMA synchronous = \(synchronous.rawValue)",
-                "PRAGMA secure_delete = OFF",
-                // 64 MiB of page cache (the default is 2 MiB): the primary key's index of many
-                // identities is written at random places and must stay in memory.
-                "PRAGMA cache_size = -65536",
-            ] {
-                _ = try await writer.query(pragma)
+            for pragma in ["PRAGMA busy_timeout = 10000", "PRAGMA journal_mode = WAL"] {
+                _ = try await opened.query(pragma)
             }
-            try await migrate(writer, path: path)
-            let reader = try await SQLiteConnection.open(
-                storage: .file(path: path), threadPool: threads, logger: logger, on: loop)
-            opened.append(reader)
-            _ = try await reader.query("PRAGMA busy_timeout = 10000")
-            return SQLiteStore(path: path, synchronous: synchronous, writer: writer, reader: reader, threads: threads)
+            try await migrate(opened, path: path)
+            let writer = try await writerThread.runIfActive {
+                let writer = try UnsafeSQLiteConnection(path: path)
+                do {
+                    // 64 MiB of page cache (the default is 2 MiB): the primary key's index of
+                    // many identities is written at random places and must stay in memory.
+                    try writer.execute(
+                        """
+                        PRAGMA busy_timeout = 10000; PRAGMA synchronous = \(synchronous.rawValue);
+                        PRAGMA secure_delete = OFF; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;
+                        """)
+                } catch {
+                    writer.close()
+                    throw error
+                }
+                return writer
+            }
+            return SQLiteStore(
+                path: path, synchronous: synchronous, writer: writer, writerThread: writerThread, reader: opened,
+                readerThread: readerThread)
         } catch {
-            for connection in opened { try? await connection.close().get() }
-            try? await threads.shutdownGracefully()
+            try? await reader?.close().get()
+            try? await readerThread.shutdownGracefully()
+            try? await writerThread.shutdownGracefully()
             if let storeError = error as? SQLiteStoreError { throw storeError }
             throw SQLiteStoreError.cannotOpen(path: path, reason: "\(error)")
         }
@@ -104,18 +120,32 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
     /// without `close()` closes them in the background.
     public func close() async throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        // The future forms: sqlite-nio's async `close()` gives up when the calling task is
-        // cancelled, which would leave the connections open.
-        try await writer.close().get()
+        let writer = writer
+        // Queued behind any commit still running; not cancellable (a cancelled task still
+        // closes), and run even by a pool that is shutting down.
+        await withCheckedContinuation { (closed: CheckedContinuation<Void, Never>) in
+            writerThread.submit { _ in
+                writer.close()
+                closed.resume()
+            }
+        }
+        try await writerThread.shutdownGracefully()
+        // The future form: sqlite-nio's async `close()` gives up when the calling task is
+        // cancelled, which would leave the connection open.
         try await reader.close().get()
-        try await threads.shutdownGracefully()
+        try await readerThread.shutdownGracefully()
     }
 
     deinit {
         guard !closed.load(ordering: .acquiring) else { return }
-        // The close jobs hold the connections until they ran on the store's threads.
-        let threads = threads
-        writer.close().and(reader.close()).whenComplete { _ in threads.shutdownGracefully { _ in } }
+        // The jobs hold the connections until they ran on the store's threads.
+        let writer = writer
+        let (writerThread, readerThread) = (writerThread, readerThread)
+        writerThread.submit { _ in
+            writer.close()
+            writerThread.shutdownGracefully { _ in }
+        }
+        reader.close().whenComplete { _ in readerThread.shutdownGracefully { _ in } }
     }
 
     private static func migrate(_ connection: SQLiteConnection, path: String) async throws {
@@ -195,6 +225,30 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
                     _ = try await connection.query(statement)
                 }
             }
+            if version < 3 {
+                // A refusal FAILs instead of ABORTing. The writer inserts one row per statement
+                // and a BEFORE trigger or the primary key refuses it before anything is
+                // written, so there is nothing to undo; an ABORT would make SQLite keep a
+                // statement journal (a copy of each page touched) for every insert.
+                for statement in [
+                    "DROP TRIGGER troupe_events_one_writer",
+                    """
+                    CREATE TRIGGER troupe_events_one_writer BEFORE INSERT ON troupe_events
+                    WHEN NEW.writer_epoch IS NOT (SELECT epoch FROM troupe_writers WHERE persistence_id = NEW.persistence_id)
+                    BEGIN SELECT RAISE(FAIL, 'troupe: stale writer epoch'); END
+                    """,
+                    "DROP TRIGGER troupe_events_no_gap",
+                    """
+                    CREATE TRIGGER troupe_events_no_gap BEFORE INSERT ON troupe_events
+                    WHEN NEW.sequence_nr > 1 AND NOT EXISTS (SELECT 1 FROM troupe_events
+                        WHERE persistence_id = NEW.persistence_id AND sequence_nr = NEW.sequence_nr - 1)
+                    BEGIN SELECT RAISE(FAIL, 'troupe: sequence gap'); END
+                    """,
+                    "UPDATE troupe_schema SET version = 3",
+                ] {
+                    _ = try await connection.query(statement)
+                }
+            }
             _ = try await connection.query("COMMIT")
         } catch {
             _ = try? await connection.query("ROLLBACK")
@@ -204,247 +258,282 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
 
     // MARK: Writing
 
-    /// Commits in as few statements as the batch allows. A batch of appends only (the usual
-    /// one) is one multi-row INSERT, which SQLite runs as its own transaction; the triggers and
-    /// the primary key refuse a stale writer, a gap or a duplicate inside it. If that INSERT is
-    /// refused, each append is retried alone to find which one was. A batch that mixes kinds of
-    /// operation runs in one explicit transaction.
+    /// Commits the batch in one transaction, in one job on the writer's thread: each
+    /// statement is prepared once for the store's life and stepped once per row, so a batch
+    /// costs no parsing and no thread hop per statement. The triggers and the primary key
+    /// refuse a stale writer, a gap or a duplicate inside the write; a refused append is
+    /// undone alone (the others in the batch are stored) and answered with why. Any other
+    /// error rolls the whole batch back and is thrown.
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         if operations.isEmpty { return [] }
-        let outcomes = try await commitOperations(operations)
+        let writer = writer
+        let outcomes = try await writerThread.runIfActive { try Self.commit(operations, on: writer) }
         if operations.contains(where: \.hasTags) { eventNotifier?.signal() }
         return outcomes
     }
 
-    private func commitOperations(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
-        let runs = Self.runs(of: operations)
-        if runs.count == 1 { return try await apply(runs[0], of: operations) }
-        _ = try await writer.query("BEGIN IMMEDIATE")
+    private static func commit(
+        _ operations: [JournalOperation], on writer: UnsafeSQLiteConnection
+    ) throws -> [JournalOutcome] {
+        try writer.withStatement("BEGIN IMMEDIATE") { try $0.run() }
         do {
+            let now = nowMilliseconds()
             var outcomes: [JournalOutcome] = []
             outcomes.reserveCapacity(operations.count)
-            for run in runs { outcomes += try await apply(run, of: operations) }
-            _ = try await writer.query("COMMIT")
+            var index = operations.startIndex
+            while index < operations.endIndex {
+                switch operations[index] {
+                case .append(let append): outcomes.append(try Self.append(append, at: now, on: writer))
+                case .claimWriter:
+                    // A run of claims (a recovery storm's batch) is claimed a chunk at a time.
+                    var ids: [PersistenceID] = []
+                    while index < operations.endIndex, case .claimWriter(let id) = operations[index] {
+                        ids.append(id)
+                        index += 1
+                    }
+                    outcomes += try claim(ids, on: writer)
+                    continue
+                case .saveSnapshot(let write): outcomes.append(try saveSnapshot(write, at: now, on: writer))
+                case .saveState(let write): outcomes.append(try saveState(write, at: now, on: writer))
+                }
+                index += 1
+            }
+            try writer.withStatement("COMMIT") { try $0.run() }
             return outcomes
         } catch {
-            _ = try? await writer.query("ROLLBACK")
+            // Fails only if SQLite already rolled back (it does for some I/O errors).
+            try? writer.withStatement("ROLLBACK") { try $0.run() }
             throw error
         }
     }
 
-    /// Consecutive operations of one kind (appends, claims, or one snapshot or state save).
-    static func runs(of operations: [JournalOperation]) -> [Range<Int>] {
-        var runs: [Range<Int>] = []
-        var start = 0
-        func kind(_ operation: JournalOperation) -> Int {
-            switch operation {
-            case .append: 0
-            case .claimWriter: 1
-            case .saveSnapshot, .saveState: 2
-            }
-        }
-        for index in operations.indices.dropFirst()
-        where kind(operations[index]) != kind(operations[start]) || kind(operations[index]) == 2 {
-            runs.append(start..<index)
-            start = index
-        }
-        runs.append(start..<operations.count)
-        return runs
-    }
+    private static let insertEvent: StaticString = """
+        INSERT OR FAIL INTO troupe_events
+        (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload, written_at, tags)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        """
 
-    private func apply(_ run: Range<Int>, of operations: [JournalOperation]) async throws -> [JournalOutcome] {
-        switch operations[run.lowerBound] {
-        case .append:
-            return try await append(
-                operations[run].map { operation in
-                    guard case .append(let append) = operation else { preconditionFailure("a run mixes kinds") }
-                    return append
-                })
-        case .claimWriter: return try await claim(operations[run].map(\.persistenceID))
-        case .saveSnapshot(let write): return [try await saveSnapshot(write)]
-        case .saveState(let write): return [try await saveState(write)]
-        }
-    }
-
-    private func append(_ appends: [EventAppend]) async throws -> [JournalOutcome] {
-        let now = SQLiteData.integer(SQLiteInt64(Self.nowMilliseconds()))
-        func rows(_ appends: some Collection<EventAppend>) -> [SQLiteData] {
-            var rows: [SQLiteData] = []
-            // One allocation for the batch (an array literal per event would add one each).
-            rows.reserveCapacity(appends.reduce(0) { $0 + $1.events.count } * Self.eventColumns)
-            for append in appends {
-                let id = SQLiteData.text(append.persistenceID.rawValue)
-                let epoch = SQLiteData.integer(SQLiteInt64(append.epoch.value))
-                for (offset, event) in append.events.enumerated() {
-                    rows.append(id)
-                    rows.append(.integer(SQLiteInt64(append.firstSequenceNumber + Int64(offset))))
-                    rows.append(epoch)
-                    rows.append(.text(event.typeName))
-                    rows.append(.integer(SQLiteInt64(event.version)))
-                    rows.append(.blob(ByteBuffer(bytes: event.payload)))
-                    rows.append(now)
-                    rows.append(StoredTags.encode(event.tags).map { .text($0) } ?? .null)
+    /// Stores `append`'s events, or none of them, without a savepoint: only its first event
+    /// can be refused. An identity's stored events are always 1...n (the gap trigger and the
+    /// primary key; events are never deleted), so once the first one follows n under the
+    /// current epoch, so do the others. Should a later one be refused all the same, the
+    /// whole batch is rolled back (an error), never half an append stored. A savepoint would
+    /// copy every page the append touches into SQLite's statement journal.
+    private static func append(
+        _ append: EventAppend, at now: Int64, on writer: UnsafeSQLiteConnection
+    ) throws -> JournalOutcome {
+        var stored = 0
+        do {
+            try writer.withStatement(insertEvent) { statement in
+                let id = append.persistenceID.rawValue
+                for event in append.events {
+                    try statement.bind(1, id)
+                    try statement.bind(2, append.firstSequenceNumber + Int64(stored))
+                    try statement.bind(3, append.epoch.value)
+                    try statement.bind(4, event.typeName)
+                    try statement.bind(5, Int64(event.version))
+                    try statement.bind(6, event.payload)
+                    try statement.bind(7, now)
+                    if let tags = StoredTags.encode(event.tags) {
+                        try statement.bind(8, tags)
+                    } else {
+                        try statement.bindNull(8)
+                    }
+                    try statement.run()
+                    statement.reset()
+                    stored += 1
                 }
             }
-            return rows
+        } catch let error as SQLiteWriteError where error.isConstraint {
+            guard stored == 0 else {
+                throw SQLiteWriteError.misuse(
+                    "event \(stored + 1) of an append to \(append.persistenceID) was refused after its first was stored: \(error.message)"
+                )
+            }
+            return try refusal(of: append, on: writer)
         }
-        let all = rows(appends)
-        do {
-            try await insertAtomically(all)
-            return Array(repeating: .written, count: appends.count)
-        } catch let error as SQLiteError where error.reason.isConstraint {
-            // Some append was refused: find which, one at a time (the others are stored).
-        }
+        return .written
+    }
+
+    /// Why the database refused `append`.
+    private static func refusal(
+        of append: EventAppend, on writer: UnsafeSQLiteConnection
+    ) throws -> JournalOutcome {
+        let epoch = try currentEpoch(of: append.persistenceID, on: writer)
+        if epoch != append.epoch.value { return .fenced(current: WriterEpoch(epoch)) }
+        let last = try lastEventNumber(of: append.persistenceID, on: writer)
+        return .sequenceConflict(expected: last + 1)
+    }
+
+    /// How many identities one statement claims (and one more per table reads the last
+    /// numbers of): a storm of recoveries claims hundreds per batch, the recovery gate's
+    /// batches vary in size, and each width is a statement prepared once.
+    static let claimChunks = [64, 16, 4]
+
+    /// Raises each identity's epoch (1 for a new one), in order: distinct identities in the
+    /// widest chunk that fits, one at a time where fewer are left or one repeats.
+    private static func claim(_ ids: [PersistenceID], on writer: UnsafeSQLiteConnection) throws -> [JournalOutcome] {
         var outcomes: [JournalOutcome] = []
-        for append in appends {
-            do {
-                try await insertAtomically(rows(CollectionOfOne(append)))
-                outcomes.append(.written)
-            } catch let error as SQLiteError where error.reason.isConstraint {
-                outcomes.append(try await refusal(of: append))
+        outcomes.reserveCapacity(ids.count)
+        var start = 0
+        while start < ids.count {
+            let left = ids.count - start
+            if let width = claimChunks.first(where: { $0 <= left && Set(ids[start..<start + $0]).count == $0 }) {
+                outcomes += try claim(chunk: ids[start..<start + width], on: writer)
+                start += width
+            } else {
+                outcomes.append(try claim(ids[start], on: writer))
+                start += 1
             }
         }
         return outcomes
     }
 
-    /// Inserts `rows` all or none: one statement is atomic by itself; more (beyond
-    /// ``maximumBinds`` values) go inside a savepoint.
-    private func insertAtomically(_ rows: [SQLiteData]) async throws {
-        let chunks = Self.chunks(of: rows, rowWidth: Self.eventColumns)
-        if chunks.count == 1 {
-            try await insertEvents(chunks[0])
-            return
-        }
-        _ = try await writer.query("SAVEPOINT troupe_append")
-        do {
-            for chunk in chunks { try await insertEvents(chunk) }
-            _ = try await writer.query("RELEASE troupe_append")
-        } catch {
-            _ = try? await writer.query("ROLLBACK TO troupe_append")
-            _ = try? await writer.query("RELEASE troupe_append")
-            throw error
-        }
-    }
-
-    /// Why the database refused `append`.
-    private func refusal(of append: EventAppend) async throws -> JournalOutcome {
-        let id = SQLiteData.text(append.persistenceID.rawValue)
-        let epoch =
-            try await writer.query("SELECT epoch FROM troupe_writers WHERE persistence_id = ?", [id])
-            .first?.column("epoch")?.integer.map { Int64($0) } ?? 0
-        if epoch != append.epoch.value { return .fenced(current: WriterEpoch(epoch)) }
-        return .sequenceConflict(expected: try await lastSequenceNumber(of: append.persistenceID) + 1)
-    }
-
-    private func lastSequenceNumber(of id: PersistenceID) async throws -> Int64 {
-        try await writer.query(
-            "SELECT MAX(sequence_nr) AS last FROM troupe_events WHERE persistence_id = ?", [.text(id.rawValue)]
-        ).first?.column("last")?.integer.map { Int64($0) } ?? 0
-    }
-
-    /// The values of one event's row, in the order of ``insertEvents(_:)``'s column list.
-    static let eventColumns = 8
-
-    private func insertEvents(_ rows: ArraySlice<SQLiteData>) async throws {
-        _ = try await writer.query(
-            """
-            INSERT INTO troupe_events
-            (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload, written_at, tags)
-            VALUES \(Self.placeholders(rows: rows.count / Self.eventColumns, width: Self.eventColumns))
-            """, Array(rows))
-    }
-
-    /// Raises each identity's epoch, in one upsert per round of distinct identities.
-    private func claim(_ ids: [PersistenceID]) async throws -> [JournalOutcome] {
-        var outcomes = [JournalOutcome?](repeating: nil, count: ids.count)
-        var remaining = Array(ids.indices)
-        while !remaining.isEmpty {
-            // One claim per identity per statement (an upsert changes a row once).
-            var seen = Set<PersistenceID>()
-            let round = remaining.filter { seen.insert(ids[$0]).inserted }
-            remaining.removeAll { index in round.contains(index) }
-            var epochs: [PersistenceID: Int64] = [:]
-            for chunk in Self.chunks(of: round, rowWidth: 1) {
-                for row in try await writer.query(
-                    "INSERT INTO troupe_writers (persistence_id, epoch) VALUES \(Array(repeating: "(?, 1)", count: chunk.count).joined(separator: ", ")) "
-                        + "ON CONFLICT (persistence_id) DO UPDATE SET epoch = epoch + 1 RETURNING persistence_id, epoch",
-                    chunk.map { .text(ids[$0].rawValue) })
-                {
-                    guard let id = row.column("persistence_id")?.string, let epoch = row.column("epoch")?.integer else {
-                        throw SQLiteStoreError.malformedRow("epoch")
-                    }
-                    epochs[PersistenceID(id)] = Int64(epoch)
-                }
+    /// Distinct identities (one of the ``claimChunks`` widths) in three statements.
+    private static func claim(
+        chunk: ArraySlice<PersistenceID>, on writer: UnsafeSQLiteConnection
+    ) throws
+        -> [JournalOutcome]
+    {
+        let width = chunk.count
+        var epochs: [PersistenceID: Int64] = [:]
+        try writer.withStatement(
+            named: "claim \(width)",
+            text: {
+                "INSERT INTO troupe_writers (persistence_id, epoch) VALUES "
+                    + Array(repeating: "(?, 1)", count: width).joined(separator: ", ")
+                    + " ON CONFLICT (persistence_id) DO UPDATE SET epoch = epoch + 1 RETURNING persistence_id, epoch"
             }
-            let lasts = try await lastSequenceNumbers(of: round.map { ids[$0] })
-            for index in round {
-                guard let epoch = epochs[ids[index]] else { throw SQLiteStoreError.malformedRow("epoch") }
-                outcomes[index] = .claimed(WriterEpoch(epoch), lastSequenceNumber: lasts[ids[index]] ?? 0)
-            }
+        ) { statement in
+            for (offset, id) in chunk.enumerated() { try statement.bind(Int32(offset + 1), id.rawValue) }
+            while try statement.step() { epochs[PersistenceID(statement.text(0))] = statement.int64(1) }
         }
-        return outcomes.map { $0! }
-    }
-
-    /// The last event number of each of `ids` (absent: none; a snapshot may end later).
-    private func lastSequenceNumbers(of ids: [PersistenceID]) async throws -> [PersistenceID: Int64] {
         var lasts: [PersistenceID: Int64] = [:]
-        for chunk in Self.chunks(of: ids, rowWidth: 1) {
-            let list = Self.placeholders(rows: 1, width: chunk.count)
-            let binds = chunk.map { SQLiteData.text($0.rawValue) }
-            for table in ["troupe_events", "troupe_snapshots"] {
-                for row in try await writer.query(
-                    "SELECT persistence_id, MAX(sequence_nr) AS last FROM \(table) WHERE persistence_id IN \(list) GROUP BY persistence_id",
-                    binds)
-                {
-                    guard let id = row.column("persistence_id")?.string, let last = row.column("last")?.integer else {
-                        continue
-                    }
-                    lasts[PersistenceID(id)] = max(lasts[PersistenceID(id)] ?? 0, Int64(last))
+        // A snapshot may end later than the events kept.
+        for table in ["troupe_events", "troupe_snapshots"] {
+            try writer.withStatement(
+                named: "last numbers of \(width) in \(table)",
+                text: {
+                    "SELECT persistence_id, MAX(sequence_nr) FROM \(table) WHERE persistence_id IN "
+                        + placeholders(rows: 1, width: width) + " GROUP BY persistence_id"
+                }
+            ) { statement in
+                for (offset, id) in chunk.enumerated() { try statement.bind(Int32(offset + 1), id.rawValue) }
+                while try statement.step() {
+                    let id = PersistenceID(statement.text(0))
+                    lasts[id] = max(lasts[id] ?? 0, statement.int64(1))
                 }
             }
         }
-        return lasts
+        return try chunk.map { id in
+            guard let epoch = epochs[id] else {
+                throw SQLiteWriteError.misuse("the writer upsert returned no epoch for \(id)")
+            }
+            return .claimed(WriterEpoch(epoch), lastSequenceNumber: lasts[id] ?? 0)
+        }
     }
 
-    private func currentEpoch(of id: PersistenceID) async throws -> Int64 {
-        try await writer.query("SELECT epoch FROM troupe_writers WHERE persistence_id = ?", [.text(id.rawValue)])
-            .first?.column("epoch")?.integer.map { Int64($0) } ?? 0
+    /// Raises the identity's epoch (1 for a new one).
+    private static func claim(
+        _ id: PersistenceID, on writer: UnsafeSQLiteConnection
+    ) throws
+        -> JournalOutcome
+    {
+        let epoch = try writer.withStatement(
+            """
+            INSERT INTO troupe_writers (persistence_id, epoch) VALUES (?, 1)
+            ON CONFLICT (persistence_id) DO UPDATE SET epoch = epoch + 1 RETURNING epoch
+            """
+        ) { statement in
+            try statement.bind(1, id.rawValue)
+            guard try statement.step() else { throw SQLiteWriteError.misuse("the writer upsert returned no epoch") }
+            let epoch = statement.int64(0)
+            try statement.run()
+            return epoch
+        }
+        // A snapshot may end later than the events kept.
+        let last = try writer.withStatement(
+            """
+            SELECT max(coalesce((SELECT MAX(sequence_nr) FROM troupe_events WHERE persistence_id = ?1), 0),
+                coalesce((SELECT MAX(sequence_nr) FROM troupe_snapshots WHERE persistence_id = ?1), 0))
+            """
+        ) { statement in
+            try statement.bind(1, id.rawValue)
+            return try statement.step() ? statement.int64(0) : 0
+        }
+        return .claimed(WriterEpoch(epoch), lastSequenceNumber: last)
     }
 
-    private func saveSnapshot(_ write: SnapshotWrite) async throws -> JournalOutcome {
-        let epoch = try await currentEpoch(of: write.persistenceID)
+    /// The last event number stored for `id` (0: none).
+    private static func lastEventNumber(of id: PersistenceID, on writer: UnsafeSQLiteConnection) throws -> Int64 {
+        try writer.withStatement("SELECT MAX(sequence_nr) FROM troupe_events WHERE persistence_id = ?") { statement in
+            try statement.bind(1, id.rawValue)
+            guard try statement.step(), !statement.isNull(0) else { return 0 }
+            return statement.int64(0)
+        }
+    }
+
+    private static func currentEpoch(
+        of id: PersistenceID, on writer: UnsafeSQLiteConnection
+    ) throws
+        -> Int64
+    {
+        try writer.withStatement("SELECT epoch FROM troupe_writers WHERE persistence_id = ?") {
+            statement in
+            try statement.bind(1, id.rawValue)
+            return try statement.step() ? statement.int64(0) : 0
+        }
+    }
+
+    private static func saveSnapshot(
+        _ write: SnapshotWrite, at now: Int64, on writer: UnsafeSQLiteConnection
+    ) throws -> JournalOutcome {
+        let epoch = try currentEpoch(of: write.persistenceID, on: writer)
         guard epoch == write.epoch.value else { return .fenced(current: WriterEpoch(epoch)) }
-        _ = try await writer.query(
-            "INSERT OR REPLACE INTO troupe_snapshots VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                .text(write.persistenceID.rawValue), .integer(SQLiteInt64(write.snapshot.sequenceNumber)),
-                .text(write.snapshot.state.typeName), .integer(SQLiteInt64(write.snapshot.state.version)),
-                .blob(ByteBuffer(bytes: write.snapshot.state.payload)), .integer(SQLiteInt64(Self.nowMilliseconds())),
-            ])
-        _ = try await writer.query(
+        try writer.withStatement("INSERT OR REPLACE INTO troupe_snapshots VALUES (?, ?, ?, ?, ?, ?)") {
+            statement in
+            try statement.bind(1, write.persistenceID.rawValue)
+            try statement.bind(2, write.snapshot.sequenceNumber)
+            try statement.bind(3, write.snapshot.state.typeName)
+            try statement.bind(4, Int64(write.snapshot.state.version))
+            try statement.bind(5, write.snapshot.state.payload)
+            try statement.bind(6, now)
+            try statement.run()
+        }
+        try writer.withStatement(
             """
             DELETE FROM troupe_snapshots WHERE persistence_id = ?1 AND sequence_nr NOT IN
             (SELECT sequence_nr FROM troupe_snapshots WHERE persistence_id = ?1 ORDER BY sequence_nr DESC LIMIT ?2)
-            """,
-            [.text(write.persistenceID.rawValue), .integer(SQLiteInt64(write.keep))])
+            """
+        ) { statement in
+            try statement.bind(1, write.persistenceID.rawValue)
+            try statement.bind(2, Int64(write.keep))
+            try statement.run()
+        }
         return .written
     }
 
-    private func saveState(_ write: StateWrite) async throws -> JournalOutcome {
-        let epoch = try await currentEpoch(of: write.persistenceID)
+    private static func saveState(
+        _ write: StateWrite, at now: Int64, on writer: UnsafeSQLiteConnection
+    ) throws -> JournalOutcome {
+        let epoch = try currentEpoch(of: write.persistenceID, on: writer)
         guard epoch == write.epoch.value else { return .fenced(current: WriterEpoch(epoch)) }
-        let current =
-            try await writer.query(
-                "SELECT revision FROM troupe_states WHERE persistence_id = ?", [.text(write.persistenceID.rawValue)]
-            ).first?.column("revision")?.integer.map { Int64($0) } ?? 0
+        let current = try writer.withStatement("SELECT revision FROM troupe_states WHERE persistence_id = ?") {
+            statement in
+            try statement.bind(1, write.persistenceID.rawValue)
+            return try statement.step() ? statement.int64(0) : 0
+        }
         guard current == write.expectedRevision else { return .revisionConflict(current: current) }
-        _ = try await writer.query(
-            "INSERT OR REPLACE INTO troupe_states VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                .text(write.persistenceID.rawValue), .integer(SQLiteInt64(current + 1)), .text(write.state.typeName),
-                .integer(SQLiteInt64(write.state.version)), .blob(ByteBuffer(bytes: write.state.payload)),
-                .integer(SQLiteInt64(Self.nowMilliseconds())),
-            ])
+        try writer.withStatement("INSERT OR REPLACE INTO troupe_states VALUES (?, ?, ?, ?, ?, ?)") {
+            statement in
+            try statement.bind(1, write.persistenceID.rawValue)
+            try statement.bind(2, current + 1)
+            try statement.bind(3, write.state.typeName)
+            try statement.bind(4, Int64(write.state.version))
+            try statement.bind(5, write.state.payload)
+            try statement.bind(6, now)
+            try statement.run()
+        }
         return .written
     }
 
@@ -588,30 +677,11 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
         return Array(repeating: row, count: rows).joined(separator: ", ")
     }
 
-    /// SQLite binds at most this many values per statement.
-    static let maximumBinds = 32_766
-
-    /// Whole rows, at most ``maximumBinds`` values each.
-    static func chunks<Element>(of values: [Element], rowWidth: Int) -> [ArraySlice<Element>] {
-        let size = (maximumBinds / rowWidth) * rowWidth
-        return stride(from: 0, to: values.count, by: size).map { values[$0..<min($0 + size, values.count)] }
-    }
-
     /// Wall-clock milliseconds since 1970, for `written_at` (informational only).
     private static func nowMilliseconds() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
-    }
-}
-
-extension SQLiteError.Reason {
-    /// A constraint refused the statement (the triggers' RAISE, the primary key).
-    var isConstraint: Bool {
-        switch self {
-        case .constraint, .constraintTriggerFailed, .constraintPrimaryKeyFailed, .constraintUniqueFailed: true
-        default: false
-        }
     }
 }
 

@@ -65,6 +65,108 @@ import TroupeTestSupport
         }
     }
 
+    /// A version-2 file (its checks refused with ABORT) opens as the current version: the
+    /// checks are replaced, and they still refuse a stale writer, a gap and a duplicate one by
+    /// one while the rest of the batch is stored.
+    @Test func aVersion2FileIsMigratedAndStillRefusesWhatItMust() async throws {
+        let directory = makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/v2.sqlite"
+        do {
+            let store = try await SQLiteStore.open(path: path)
+            _ = try await store.commit([
+                .claimWriter("a"), .claimWriter("b"), Self.append("a", epoch: 1, from: 1, count: 2),
+            ])
+            try await store.close()
+        }
+        // Version 2's triggers, as that build created them.
+        try await SQLiteTestAccess.execute(
+            "DROP TRIGGER troupe_events_one_writer", "DROP TRIGGER troupe_events_no_gap",
+            """
+            CREATE TRIGGER troupe_events_one_writer BEFORE INSERT ON troupe_events
+            WHEN NEW.writer_epoch IS NOT (SELECT epoch FROM troupe_writers WHERE persistence_id = NEW.persistence_id)
+            BEGIN SELECT RAISE(ABORT, 'troupe: stale writer epoch'); END
+            """,
+            """
+            CREATE TRIGGER troupe_events_no_gap BEFORE INSERT ON troupe_events
+            WHEN NEW.sequence_nr > 1 AND NOT EXISTS (SELECT 1 FROM troupe_events
+                WHERE persistence_id = NEW.persistence_id AND sequence_nr = NEW.sequence_nr - 1)
+            BEGIN SELECT RAISE(ABORT, 'troupe: sequence gap'); END
+            """,
+            "UPDATE troupe_schema SET version = 2", path: path)
+
+        let store = try await SQLiteStore.open(path: path)
+        #expect(try await SQLiteTestAccess.strings("SELECT version FROM troupe_schema", path: path) == ["3"])
+        let checks = try await SQLiteTestAccess.strings(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('troupe_events_one_writer', 'troupe_events_no_gap')",
+            path: path)
+        #expect(checks.count == 2 && checks.allSatisfy { $0.contains("RAISE(FAIL") }, "\(checks)")
+        let outcomes = try await store.commit([
+            Self.append("a", epoch: 0, from: 3, count: 1),  // stale epoch
+            Self.append("a", epoch: 1, from: 2, count: 1),  // duplicate
+            Self.append("a", epoch: 1, from: 9, count: 2),  // gap
+            Self.append("b", epoch: 1, from: 1, count: 3),  // fine
+            Self.append("a", epoch: 1, from: 3, count: 2),  // fine
+        ])
+        #expect(
+            outcomes == [
+                .fenced(current: WriterEpoch(1)), .sequenceConflict(expected: 3), .sequenceConflict(expected: 3),
+                .written, .written,
+            ])
+        #expect(try await store.history(of: "a").events.map(\.sequenceNumber) == [1, 2, 3, 4])
+        #expect(try await store.history(of: "b").events.map(\.sequenceNumber) == [1, 2, 3])
+        try await store.close()
+    }
+
+    /// The writer stores an append without a savepoint, relying on an identity's events being
+    /// 1...n. A file where that no longer holds (a row put there by hand) must not get half an
+    /// append: the batch fails whole, nothing of it is stored, and the store goes on.
+    @Test func anAppendRefusedAfterItsFirstEventFailsTheWholeBatch() async throws {
+        let directory = makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/broken.sqlite"
+        let store = try await SQLiteStore.open(path: path)
+        _ = try await store.commit([
+            .claimWriter("a"), .claimWriter("b"), Self.append("a", epoch: 1, from: 1, count: 2),
+        ])
+        // Event 5 of "a" without 3 and 4, past the gap check.
+        try await SQLiteTestAccess.execute(
+            "DROP TRIGGER troupe_events_no_gap",
+            """
+            INSERT INTO troupe_events (persistence_id, sequence_nr, writer_epoch, type_name, type_version, payload, written_at)
+            VALUES ('a', 5, 1, 'e', 1, x'05', 0)
+            """,
+            """
+            CREATE TRIGGER troupe_events_no_gap BEFORE INSERT ON troupe_events
+            WHEN NEW.sequence_nr > 1 AND NOT EXISTS (SELECT 1 FROM troupe_events
+                WHERE persistence_id = NEW.persistence_id AND sequence_nr = NEW.sequence_nr - 1)
+            BEGIN SELECT RAISE(FAIL, 'troupe: sequence gap'); END
+            """, path: path)
+        await #expect {
+            _ = try await store.commit([
+                Self.append("b", epoch: 1, from: 1, count: 1),
+                Self.append("a", epoch: 1, from: 3, count: 3),  // 3 and 4 go in, 5 is a duplicate
+            ])
+        } throws: { error in
+            guard let failure = error as? SQLiteWriteError else { return false }
+            return failure.description.contains("event 3 of an append to a")
+        }
+        #expect(try await store.history(of: "a").events.map(\.sequenceNumber) == [1, 2, 5])
+        #expect(try await store.history(of: "b").events.isEmpty)
+        // The next batch is written.
+        #expect(try await store.commit([Self.append("b", epoch: 1, from: 1, count: 1)]) == [.written])
+        try await store.close()
+    }
+
+    private static func append(_ id: PersistenceID, epoch: Int64, from first: Int64, count: Int) -> JournalOperation {
+        .append(
+            EventAppend(
+                persistenceID: id, epoch: WriterEpoch(epoch), firstSequenceNumber: first,
+                events: (0..<count).map {
+                    SerializedEvent(typeName: "e", version: 1, payload: [UInt8(first) + UInt8($0)])
+                }))
+    }
+
     @Test func manyActorsShareBatches() async throws {
         let directory = makeTemporaryDirectory()
         defer { removeDirectory(directory) }

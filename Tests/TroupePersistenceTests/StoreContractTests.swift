@@ -26,6 +26,67 @@ import TroupePersistence
         await test.close()
     }
 
+    /// An event, a snapshot and a state with no bytes at all are stored as empty, not as
+    /// missing, and read back as they were.
+    @Test(arguments: StoreKind.available) func emptyPayloadsReadBackEmpty(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = test.store
+        let empty = SerializedEvent(typeName: "empty", version: 1, payload: [])
+        _ = try await store.commit([.claimWriter("hollow")])
+        let append = EventAppend(persistenceID: "hollow", epoch: WriterEpoch(1), firstSequenceNumber: 1, events: [empty])
+        #expect(try await store.commit([.append(append)]) == [.written])
+        #expect(try await store.history(of: "hollow").events.map(\.event) == [empty])
+        let outcomes = try await store.commit([
+            .saveSnapshot(
+                SnapshotWrite(
+                    persistenceID: "hollow", epoch: WriterEpoch(1),
+                    snapshot: SerializedSnapshot(sequenceNumber: 1, state: empty), keep: 1)),
+            .saveState(StateWrite(persistenceID: "hollow", epoch: WriterEpoch(1), expectedRevision: 0, state: empty)),
+        ])
+        #expect(outcomes == [.written, .written])
+        #expect(try await store.history(of: "hollow").snapshot?.state == empty)
+        #expect(try await store.durableState(of: "hollow")?.state == empty)
+        await test.close()
+    }
+
+    /// A recovery storm's batch: hundreds of claims at once, an identity claimed twice among
+    /// them, identities with events, with a snapshot past their events, and new ones. Each
+    /// answer is the one a claim alone would get, in order.
+    @Test(arguments: StoreKind.available) func aBatchOfManyClaimsAnswersEachAsIfAlone(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = test.store
+        let ids = (0..<200).map { PersistenceID("storm-\($0)") }
+        // Every third identity has 2 events; storm-1 also a snapshot at 7.
+        var setup: [JournalOperation] = ids.indices.filter { $0 % 3 == 0 || $0 == 1 }.map { .claimWriter(ids[$0]) }
+        setup += ids.indices.filter { $0 % 3 == 0 }.map { Self.append(ids[$0], epoch: 1, from: 1, count: 2) }
+        setup.append(
+            .saveSnapshot(
+                SnapshotWrite(
+                    persistenceID: ids[1], epoch: WriterEpoch(1),
+                    snapshot: SerializedSnapshot(sequenceNumber: 7, state: Self.event(7)), keep: 1)))
+        _ = try await store.commit(setup)
+
+        var claims = ids.map { JournalOperation.claimWriter($0) }
+        claims.insert(.claimWriter(ids[3]), at: 100)  // storm-3 again, after its first claim's chunk
+        claims.insert(.claimWriter(ids[101]), at: 105)  // storm-101 again, 3 claims after its first
+        let outcomes = try await store.commit(claims)
+        var expected: [JournalOutcome] = ids.indices.map { index in
+            let claimedBefore = index % 3 == 0 || index == 1
+            let last: Int64 = index == 1 ? 7 : (index % 3 == 0 ? 2 : 0)
+            return .claimed(WriterEpoch(claimedBefore ? 2 : 1), lastSequenceNumber: last)
+        }
+        expected.insert(.claimed(WriterEpoch(3), lastSequenceNumber: 2), at: 100)
+        expected.insert(.claimed(WriterEpoch(2), lastSequenceNumber: 0), at: 105)
+        #expect(outcomes == expected)
+        // The epochs the claims reported are the ones the store now fences with.
+        #expect(
+            try await store.commit([Self.append(ids[3], epoch: 2, from: 3, count: 1)]) == [
+                .fenced(current: WriterEpoch(3))
+            ])
+        #expect(try await store.commit([Self.append(ids[3], epoch: 3, from: 3, count: 1)]) == [.written])
+        await test.close()
+    }
+
     @Test(arguments: StoreKind.available) func staleEpochsGapsAndDuplicatesAreRefusedOneByOne(
         kind: StoreKind
     ) async throws {
