@@ -29,7 +29,7 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
             throw error
         }
         self.handle = handle
-        // Extended codes tell a trigger's refusal from a primary key's (both are constraints).
+        // Extended codes: an error names its precise cause (a trigger, the primary key, a full disk).
         sqlite_nio_sqlite3_extended_result_codes(handle, 1)
     }
 

@@ -33,7 +33,8 @@ import TroupePersistence
         let store = test.store
         let empty = SerializedEvent(typeName: "empty", version: 1, payload: [])
         _ = try await store.commit([.claimWriter("hollow")])
-        let append = EventAppend(persistenceID: "hollow", epoch: WriterEpoch(1), firstSequenceNumber: 1, events: [empty])
+        let append = EventAppend(
+            persistenceID: "hollow", epoch: WriterEpoch(1), firstSequenceNumber: 1, events: [empty])
         #expect(try await store.commit([.append(append)]) == [.written])
         #expect(try await store.history(of: "hollow").events.map(\.event) == [empty])
         let outcomes = try await store.commit([
