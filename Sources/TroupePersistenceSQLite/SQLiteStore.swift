@@ -261,8 +261,8 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
     /// Commits the batch in one transaction, in one job on the writer's thread: each
     /// statement is prepared once for the store's life and stepped once per row, so a batch
     /// costs no parsing and no thread hop per statement. The triggers and the primary key
-    /// refuse a stale writer, a gap or a duplicate inside the write; a refused append is
-    /// undone alone (the others in the batch are stored) and answered with why. Any other
+    /// refuse a stale writer, a gap or a duplicate inside the write; a refused append stores
+    /// nothing (the others in the batch are stored) and is answered with why. Any other
     /// error rolls the whole batch back and is thrown.
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         if operations.isEmpty { return [] }

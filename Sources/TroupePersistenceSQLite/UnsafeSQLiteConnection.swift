@@ -2,6 +2,9 @@
 // `sqlite_nio_`). sqlite-nio's own API prepares a statement per call and hops to a thread per
 // statement; the store's writer runs a whole batch in one job on its thread with statements
 // prepared once, so it talks to SQLite directly. Raw pointers stay inside this file.
+#if canImport(Glibc)
+    import Glibc
+#endif
 import VaporCSQLite
 
 /// One `sqlite3` connection with a cache of prepared statements.
@@ -15,6 +18,10 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
     private var statements: [UnsafeRawPointer: UnsafeSQLiteStatement] = [:]
     /// Statements whose text is made at run time, by the name their caller gives them.
     private var generatedStatements: [String: UnsafeSQLiteStatement] = [:]
+    #if DEBUG
+        /// The thread that opened it; see `assertOnItsThread()`.
+        private let owner = pthread_self()
+    #endif
 
     /// Opens an existing database file for reading and writing.
     init(path: String) throws(SQLiteWriteError) {
@@ -39,6 +46,7 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
 
     /// Finalizes the cached statements and closes the connection.
     func close() {
+        assertOnItsThread()
         for statement in statements.values { statement.finalize() }
         for statement in generatedStatements.values { statement.finalize() }
         statements = [:]
@@ -49,6 +57,7 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
 
     /// Runs `sql` (one or more statements without parameters or results), not cached.
     func execute(_ sql: String) throws(SQLiteWriteError) {
+        assertOnItsThread()
         let status = sqlite_nio_sqlite3_exec(handle, sql, nil, nil, nil)
         guard status == SQLITE_OK else { throw error(status) }
     }
@@ -56,9 +65,16 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
     /// The statement for `sql`, prepared on first use and kept; its bindings are cleared and
     /// it is reset after `body`, whatever `body` did.
     func withStatement<Result>(_ sql: StaticString, _ body: (UnsafeSQLiteStatement) throws -> Result) throws -> Result {
-        let statement = try statement(for: sql)
-        defer { statement.release() }
-        return try body(statement)
+        precondition(sql.hasPointerRepresentation, "a statement's text is a string literal")
+        let key = UnsafeRawPointer(sql.utf8Start)
+        let statement: UnsafeSQLiteStatement
+        if let prepared = statements[key] {
+            statement = prepared
+        } else {
+            statement = try prepare(sql.description)
+            statements[key] = statement
+        }
+        return try use(statement, body)
     }
 
     /// The statement called `name`, prepared from `text()` on first use and kept: for a text
@@ -73,33 +89,32 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
             statement = try prepare(text())
             generatedStatements[name] = statement
         }
+        return try use(statement, body)
+    }
+
+    private func use<Result>(
+        _ statement: UnsafeSQLiteStatement, _ body: (UnsafeSQLiteStatement) throws -> Result
+    ) throws -> Result {
+        assertOnItsThread()
         defer { statement.release() }
         return try body(statement)
     }
 
     private func prepare(_ sql: String) throws(SQLiteWriteError) -> UnsafeSQLiteStatement {
+        assertOnItsThread()
         var raw: OpaquePointer?
         let status = sqlite_nio_sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard status == SQLITE_OK, let raw else { throw error(status) }
         return UnsafeSQLiteStatement(raw: raw, connection: self)
     }
 
-    private func statement(for sql: StaticString) throws(SQLiteWriteError) -> UnsafeSQLiteStatement {
-        precondition(sql.hasPointerRepresentation, "a statement's text is a string literal")
-        let key = UnsafeRawPointer(sql.utf8Start)
-        if let statement = statements[key] { return statement }
-        var raw: OpaquePointer?
-        let status = sql.withUTF8Buffer { text in
-            // Safety: the text is a literal of `text.count` bytes, alive for the program's life.
-            UnsafeRawPointer(text.baseAddress!).withMemoryRebound(to: CChar.self, capacity: text.count) {
-                sqlite_nio_sqlite3_prepare_v3(
-                    handle, $0, Int32(text.count), UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
-            }
-        }
-        guard status == SQLITE_OK, let raw else { throw error(status) }
-        let statement = UnsafeSQLiteStatement(raw: raw, connection: self)
-        statements[key] = statement
-        return statement
+    /// The contract, checked in debug builds: the thread that opened the connection (the
+    /// store's writer thread, its pool's only one) is the only one that uses it.
+    @inline(__always)
+    private func assertOnItsThread() {
+        #if DEBUG
+            assert(pthread_equal(owner, pthread_self()) != 0, "an UnsafeSQLiteConnection used off its writer thread")
+        #endif
     }
 
     /// The error for `status`, with SQLite's message for the connection's last call.

@@ -1,10 +1,11 @@
 #if canImport(Glibc)
     import Glibc
 #endif
+import SQLiteNIO
 import Testing
 import Troupe
 import TroupePersistence
-import TroupePersistenceSQLite
+@testable import TroupePersistenceSQLite
 import TroupeTestSupport
 
 /// What only the SQLite store does: a file that outlives the store, and the typed errors for a
@@ -166,6 +167,24 @@ import TroupeTestSupport
                     SerializedEvent(typeName: "e", version: 1, payload: [UInt8(first) + UInt8($0)])
                 }))
     }
+
+    #if DEBUG
+        /// The writer's connection belongs to the thread that opened it (the store's writer
+        /// thread); a debug build stops at the first use from any other.
+        @Test func theWritersConnectionStopsAUseFromAnotherThread() async {
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                let directory = makeTemporaryDirectory()
+                let path = directory + "/owned.sqlite"
+                try await SQLiteStore.open(path: path).close()
+                let thread = NIOThreadPool(numberOfThreads: 1)
+                thread.start()
+                let connection = try await thread.runIfActive { try UnsafeSQLiteConnection(path: path) }
+                try connection.execute("SELECT 1")
+            }
+            let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+            #expect(text.contains("used off its writer thread"))
+        }
+    #endif
 
     @Test func manyActorsShareBatches() async throws {
         let directory = makeTemporaryDirectory()
