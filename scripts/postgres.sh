@@ -40,8 +40,10 @@ start)
     rm -rf "$state" && mkdir -p "$state"
     chown postgres "$state" 2>/dev/null || true
     as_postgres "$bin/initdb" -D "$state/data" -U postgres -A trust --no-sync -E UTF8 >"$state/initdb.log"
+    # On failure the server's own log says why (a port in use, shared memory): print it.
     as_postgres "$bin/pg_ctl" -D "$state/data" -l "$state/server.log" -w \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$state -c fsync=on" start >/dev/null
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$state -c fsync=on" start >/dev/null ||
+        { echo "postgres.sh: the server did not start on 127.0.0.1:$port; its log:" >&2; tail -20 "$state/server.log" >&2; exit 1; }
     as_postgres "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres troupe
     echo "export TROUPE_POSTGRES_HOST=127.0.0.1 TROUPE_POSTGRES_PORT=$port TROUPE_POSTGRES_USER=postgres TROUPE_POSTGRES_DATABASE=troupe"
     # The tests' server restart mid-stream runs this (a fast shutdown, then a start on the same data).
@@ -49,7 +51,8 @@ start)
     ;;
 restart)
     bin=$(bin_dir)
-    as_postgres "$bin/pg_ctl" -D "$state/data" -l "$state/server.log" -m fast -w restart >/dev/null
+    as_postgres "$bin/pg_ctl" -D "$state/data" -l "$state/server.log" -m fast -w restart >/dev/null ||
+        { echo "postgres.sh: the server did not start again on its port; its log:" >&2; tail -20 "$state/server.log" >&2; exit 1; }
     ;;
 stop)
     bin=$(bin_dir)

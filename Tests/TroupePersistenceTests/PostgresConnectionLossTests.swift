@@ -3,6 +3,7 @@
     #if canImport(Glibc)
         import Glibc
     #endif
+    import Foundation
     import Testing
     import Troupe
     import TroupePersistence
@@ -27,17 +28,14 @@
             }
         }
 
-        /// A real stop and start, on a server of this test's own (port 55442: restarting the shared
-        /// one would cut the other suites' connections too).
+        /// A real stop and start, on a server of this test's own (restarting the shared one would
+        /// cut the other suites' connections too).
         @Test func aServerRestartedMidStreamLosesNothingAcknowledged() async throws {
-            let script = PrivatePostgres.script
-            guard PrivatePostgres.run("\(script) start > /dev/null") == 0 else {
-                Issue.record("could not start a PostgreSQL server with \(script) start")
-                return
-            }
+            guard let port = PrivatePostgres.start() else { return }
+            let script = PrivatePostgres.script(port: port)
             defer { _ = PrivatePostgres.run("\(script) stop") }
             let server = PostgresTestServer(
-                host: "127.0.0.1", port: PrivatePostgres.port, user: "postgres", password: nil, database: "troupe")
+                host: "127.0.0.1", port: port, user: "postgres", password: nil, database: "troupe")
             try await writeWhileCutting(server: server) { _ in
                 #expect(PrivatePostgres.run("\(script) restart") == 0, "the restart failed")
             }
@@ -137,11 +135,33 @@
 
     /// A PostgreSQL server of one test's own, through scripts/postgres.sh.
     enum PrivatePostgres {
-        static let port = 55_442
-        static var script: String {
+        /// Below Linux's ephemeral range (32768-60999 by default): a port in it can be taken by any
+        /// outgoing connection of the suites running beside this one (the cluster's make
+        /// thousands), the moment the server is down for its restart included. The next
+        /// candidates are for a port some other program listens on.
+        static let candidatePorts = 25_442...25_445
+
+        static func script(port: Int) -> String {
             // This file is Tests/TroupePersistenceTests/<name>.swift: the repository is three up.
             let parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
             return "TROUPE_POSTGRES_PORT=\(port) " + parts.dropLast(3).joined(separator: "/") + "/scripts/postgres.sh"
+        }
+
+        /// Starts a server on the first candidate port where one starts and returns the port; if
+        /// none does, records an issue with what the script printed on each and returns nil.
+        static func start() -> Int? {
+            var printed: [String] = []
+            for port in candidatePorts {
+                let log = "/tmp/troupe-postgres-start-\(getpid())-\(port).log"
+                defer { unlink(log) }
+                if run("\(script(port: port)) start > /dev/null 2> \(log)") == 0 { return port }
+                let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? "(no output)"
+                printed.append("port \(port): \(output)")
+                _ = run("\(script(port: port)) stop")
+            }
+            let why = printed.joined(separator: "\n")
+            Issue.record(Comment(rawValue: "could not start a PostgreSQL server with postgres.sh start:\n\(why)"))
+            return nil
         }
 
         /// Runs `command` with /bin/sh, blocking; returns its exit status.
