@@ -19,7 +19,7 @@ import TroupePersistence
 ///
 /// One process writes a file at a time: the store refuses a stale writer through the
 /// writer epochs, but SQLite is not a shared database (use PostgreSQL for that).
-public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
+public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
     /// What a commit waits for, and so what a power failure (or an operating system crash)
     /// can take. A crash of the process alone (`kill -9`) loses no committed batch in any mode
     /// but ``Synchronous/off``.
@@ -265,11 +265,26 @@ public final class SQLiteStore: PersistenceStore, EventsByTagQuery {
     /// nothing (the others in the batch are stored) and is answered with why. Any other
     /// error rolls the whole batch back and is thrown.
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
-        if operations.isEmpty { return [] }
-        let writer = writer
-        let outcomes = try await writerThread.runIfActive { try Self.commit(operations, on: writer) }
-        if operations.contains(where: \.hasTags) { eventNotifier?.signal() }
-        return outcomes
+        try await withCheckedThrowingContinuation { continuation in
+            commit(operations) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// The same, reporting on the writer's thread (how a `Journal` hands this store its
+    /// batches: no task per batch). A closed store fails the batch at once, on the caller's
+    /// thread, with NIO's `NIOThreadPoolError.ThreadPoolInactive`.
+    public func commit(
+        _ operations: [JournalOperation],
+        completion: @escaping @Sendable (Result<[JournalOutcome], any Error>) -> Void
+    ) {
+        if operations.isEmpty { return completion(.success([])) }
+        let (writer, notifier) = (writer, operations.contains(where: \.hasTags) ? eventNotifier : nil)
+        writerThread.submit { state in
+            guard case .active = state else { return completion(.failure(NIOThreadPoolError.ThreadPoolInactive())) }
+            let outcomes = Result { try Self.commit(operations, on: writer) }
+            if case .success = outcomes { notifier?.signal() }
+            completion(outcomes)
+        }
     }
 
     private static func commit(

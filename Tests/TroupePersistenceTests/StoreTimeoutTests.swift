@@ -1,29 +1,42 @@
 import Testing
 import Troupe
-import TroupePersistence
+@testable import TroupePersistence
 import TroupeTestSupport
 internal import TroupeLocks
+
+/// How many of a store's commits are still to hang, and for how long.
+final class HangBudget: Sendable {
+    private let left: Locked<Int>
+    let delay: Duration
+
+    init(hangs: Int, delay: Duration) {
+        left = Locked(hangs)
+        self.delay = delay
+    }
+
+    /// Whether the commit starting now hangs (using one of the budget if so).
+    func nextHangs() -> Bool {
+        left.withLock { left in
+            guard left > 0 else { return false }
+            left -= 1
+            return true
+        }
+    }
+}
 
 /// An in-memory store whose first `hangs` commits answer only after `delay` (an hour: never, as
 /// a driver that lost its connection without noticing).
 final class HangingStore: PersistenceStore {
     let inner = InMemoryStore()
-    private let hangsLeft: Locked<Int>
-    private let delay: Duration
+    private let budget: HangBudget
 
     init(hangs: Int, delay: Duration = .seconds(3_600)) {
-        hangsLeft = Locked(hangs)
-        self.delay = delay
+        budget = HangBudget(hangs: hangs, delay: delay)
     }
 
     func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
-        let hang = hangsLeft.withLock { left -> Bool in
-            guard left > 0 else { return false }
-            left -= 1
-            return true
-        }
         // Ignoring cancellation, as a call that is stuck would.
-        if hang { try? await Task.sleep(for: delay) }
+        if budget.nextHangs() { try? await Task.sleep(for: budget.delay) }
         return try await inner.commit(operations)
     }
     func history(of id: PersistenceID) async throws -> StoredHistory { try await inner.history(of: id) }
@@ -31,11 +44,56 @@ final class HangingStore: PersistenceStore {
     func storedEventVersions() async throws -> Set<StoredTypeVersion> { try await inner.storedEventVersions() }
 }
 
+/// The same as a ``CallbackCommittingStore``, which the journal hands batches without a task:
+/// a hanging commit calls back from another thread after `delay`; the others call back before
+/// returning, on the journal's thread.
+final class HangingCallbackStore: CallbackCommittingStore {
+    let inner = InMemoryStore()
+    private let budget: HangBudget
+
+    init(hangs: Int, delay: Duration = .seconds(3_600)) {
+        budget = HangBudget(hangs: hangs, delay: delay)
+    }
+
+    func commit(
+        _ operations: [JournalOperation],
+        completion: @escaping @Sendable (Result<[JournalOutcome], any Error>) -> Void
+    ) {
+        if budget.nextHangs() {
+            Task.detached { [inner, budget] in
+                try? await Task.sleep(for: budget.delay)
+                completion(.success(inner.commitNow(operations)))
+            }
+        } else {
+            completion(.success(inner.commitNow(operations)))
+        }
+    }
+    func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
+        try await inner.commit(operations)
+    }
+    func history(of id: PersistenceID) async throws -> StoredHistory { try await inner.history(of: id) }
+    func durableState(of id: PersistenceID) async throws -> StoredState? { try await inner.durableState(of: id) }
+    func storedEventVersions() async throws -> Set<StoredTypeVersion> { try await inner.storedEventVersions() }
+}
+
+/// Which kind of store a test's hanging commit comes from.
+enum HangingKind: CaseIterable, CustomTestStringConvertible {
+    case async, callback
+    var testDescription: String { self == .async ? "PersistenceStore" : "CallbackCommittingStore" }
+    func store(hangs: Int, delay: Duration = .seconds(3_600)) -> any PersistenceStore {
+        switch self {
+        case .async: HangingStore(hangs: hangs, delay: delay)
+        case .callback: HangingCallbackStore(hangs: hangs, delay: delay)
+        }
+    }
+}
+
 /// A store call that never returns fails after `Journal.Settings.storeTimeout`, and the journal
 /// goes on with the next batch.
 @Suite struct StoreTimeoutTests {
-    @Test func aCommitThatNeverAnswersFailsAfterTheTimeoutAndTheJournalGoesOn() async throws {
-        let store = HangingStore(hangs: 1)
+    @Test(arguments: HangingKind.allCases)
+    func aCommitThatNeverAnswersFailsAfterTheTimeoutAndTheJournalGoesOn(kind: HangingKind) async throws {
+        let store = kind.store(hangs: 1)
         let journal = Journal(store: store, settings: .init(storeTimeout: .milliseconds(200)))
         let system = makeTestSystem()
         // The first commit (the claim of the first recovery) hangs: that recovery fails.
@@ -85,8 +143,9 @@ final class HangingReadStore: PersistenceStore {
 extension StoreTimeoutTests {
     /// A commit that answers after the journal gave up on it: its batch has already failed, the
     /// late answer is dropped (no second outcome), and the journal goes on.
-    @Test func aLateAnswerAfterTheTimeoutIsDropped() async throws {
-        let store = HangingStore(hangs: 1, delay: .milliseconds(600))
+    @Test(arguments: HangingKind.allCases)
+    func aLateAnswerAfterTheTimeoutIsDropped(kind: HangingKind) async throws {
+        let store = kind.store(hangs: 1, delay: .milliseconds(600))
         let journal = Journal(store: store, settings: .init(storeTimeout: .milliseconds(200)))
         await #expect(throws: StoreTimedOut.self) { try await journal.commit(.claimWriter("late")) }
         // Let the late answer arrive and be dropped, then write again.

@@ -102,6 +102,8 @@ public final class Journal: Sendable {
     public let settings: Settings
     /// Where commits run (nil: Swift's global executor).
     private let executor: (any TaskExecutor)?
+    /// The store, when batches go to it without a task (see ``CallbackCommittingStore``).
+    private let committingStore: (any CallbackCommittingStore)?
     private let queue = Locked(Queue())
     /// Admits recoveries a few at a time.
     let recoveryGate: RecoveryGate
@@ -113,11 +115,14 @@ public final class Journal: Sendable {
 
     /// A journal on `store`. Commits run as tasks on `executor`: nil (the default) for Swift's
     /// global executor; `system.taskExecutor` to keep them on Troupe's workers, or a
-    /// `DeterministicSystem`'s so that a test's schedule includes them.
+    /// `DeterministicSystem`'s so that a test's schedule includes them. With no executor, a
+    /// ``CallbackCommittingStore`` (`SQLiteStore`) is handed its batches directly and runs them,
+    /// and the answers, on its own thread.
     public init(store: any PersistenceStore, settings: Settings = Settings(), executor: (any TaskExecutor)? = nil) {
         self.store = store
         self.settings = settings
         self.executor = executor
+        committingStore = executor == nil ? store as? any CallbackCommittingStore : nil
         recoveryGate = RecoveryGate(limits: settings.recoveries)
     }
 
@@ -166,8 +171,17 @@ public final class Journal: Sendable {
         }
         switch start {
         case nil: completion(.failure(PersistenceError.journalClosed))
-        case true?: run { await self.commitWhilePending() }
+        case true?: startCommitting()
         case false?: break
+        }
+    }
+
+    /// Starts the loop that commits batches until nothing is pending (`committing` is true).
+    private func startCommitting() {
+        if let committingStore {
+            commitWhilePending(on: committingStore)
+        } else {
+            run { await self.commitWhilePending() }
         }
     }
 
@@ -264,29 +278,35 @@ public final class Journal: Sendable {
         }
     }
 
+    /// The next batch, taken from the queue; empty when nothing is pending, and then the loop
+    /// that asked has ended (`committing` is false).
+    private func nextBatch() -> [Pending] {
+        queue.withLock { queue in
+            var events = 0
+            var count = 0
+            for pending in queue.pending {
+                if count == settings.maxOperationsPerBatch { break }
+                if count > 0 && events + pending.eventCount > settings.maxEventsPerBatch { break }
+                events += pending.eventCount
+                count += 1
+            }
+            let batch: [Pending]
+            if count == queue.pending.count {
+                batch = queue.pending
+                queue.pending = []
+            } else {
+                batch = Array(queue.pending.prefix(count))
+                queue.pending.removeFirst(count)
+            }
+            if batch.isEmpty { queue.committing = false }
+            return batch
+        }
+    }
+
     /// Runs batches until nothing is pending. One runs at a time (`committing`).
     private func commitWhilePending() async {
         while true {
-            let batch: [Pending] = queue.withLock { queue in
-                var events = 0
-                var count = 0
-                for pending in queue.pending {
-                    if count == settings.maxOperationsPerBatch { break }
-                    if count > 0 && events + pending.eventCount > settings.maxEventsPerBatch { break }
-                    events += pending.eventCount
-                    count += 1
-                }
-                let batch: [Pending]
-                if count == queue.pending.count {
-                    batch = queue.pending
-                    queue.pending = []
-                } else {
-                    batch = Array(queue.pending.prefix(count))
-                    queue.pending.removeFirst(count)
-                }
-                if batch.isEmpty { queue.committing = false }
-                return batch
-            }
+            let batch = nextBatch()
             if batch.isEmpty { return }
             let operations = batch.map(\.operation)
             let started = ContinuousClock.now
@@ -295,17 +315,49 @@ public final class Journal: Sendable {
             }
             guard let commit else { return }  // abandoned: its batch has failed and another loop carries on
             commitDuration.record(.now - started)
-            switch commit {
-            case .success(let outcomes):
-                precondition(
-                    outcomes.count == batch.count,
-                    "\(type(of: store)).commit returned \(outcomes.count) outcomes for \(batch.count) operations")
-                record(batch, outcomes: outcomes)
-                for (pending, outcome) in zip(batch, outcomes) { pending.completion(.success(outcome)) }
-            case .failure(let error):
-                record(batch, outcomes: nil)
-                for pending in batch { pending.completion(.failure(error)) }
+            answer(batch, with: commit)
+        }
+    }
+
+    /// The same loop without a task: each batch goes to `store` from the thread that runs the
+    /// loop, and the store's thread, having answered it, runs the loop on. A store that calls
+    /// back before returning leaves the loop to this frame (`InlineCheck`), so that the stack
+    /// does not grow by a frame per batch.
+    private func commitWhilePending(on store: any CallbackCommittingStore) {
+        while true {
+            let batch = nextBatch()
+            if batch.isEmpty { return }
+            let started = ContinuousClock.now
+            let ticket = settings.storeTimeout.map { timeout in
+                StoreCallWatchdog.shared.watch(for: timeout) { [self] in
+                    queue.withLock { $0.statistics.timedOutCalls += 1 }
+                    abandonCommit(batch, with: StoreTimedOut(after: timeout))
+                }
             }
+            let check = InlineCheck()
+            store.commit(batch.map(\.operation)) { [self] commit in
+                // Abandoned: its batch has failed and another loop carries on.
+                if let ticket, !StoreCallWatchdog.shared.finish(ticket) { return }
+                commitDuration.record(.now - started)
+                answer(batch, with: commit)
+                if check.calledBack() { commitWhilePending(on: store) }
+            }
+            if check.returned() { return }
+        }
+    }
+
+    /// Gives each operation of `batch` its outcome, or the commit's error.
+    private func answer(_ batch: [Pending], with commit: Result<[JournalOutcome], any Error>) {
+        switch commit {
+        case .success(let outcomes):
+            precondition(
+                outcomes.count == batch.count,
+                "\(type(of: store)).commit returned \(outcomes.count) outcomes for \(batch.count) operations")
+            record(batch, outcomes: outcomes)
+            for (pending, outcome) in zip(batch, outcomes) { pending.completion(.success(outcome)) }
+        case .failure(let error):
+            record(batch, outcomes: nil)
+            for pending in batch { pending.completion(.failure(error)) }
         }
     }
 
@@ -315,7 +367,7 @@ public final class Journal: Sendable {
         commitDuration.record(error.after)
         record(batch, outcomes: nil)
         for pending in batch { pending.completion(.failure(error)) }
-        run { await self.commitWhilePending() }
+        startCommitting()
     }
 
     /// Awaits `call` where it stands (no task or thread hop), watched by
@@ -404,5 +456,23 @@ public struct StoreTimedOut: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         "the store did not answer within \(after) (a write may still be stored: a restarted actor sees it if it is)"
+    }
+}
+
+/// Which came first for one batch handed to a ``CallbackCommittingStore``: the call returning,
+/// or the completion. Whichever comes second runs the loop on.
+private final class InlineCheck: Sendable {
+    /// 0: neither yet; 1: the call returned; 2: the completion ran. Acquiring-and-releasing
+    /// exchanges: the side that comes second sees what the first did before it.
+    private let state = Atomic<UInt8>(0)
+
+    /// In the completion: true if the call has returned (the completion runs the loop on).
+    func calledBack() -> Bool {
+        !state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// After the call: true if the completion is still to come (it runs the loop on).
+    func returned() -> Bool {
+        state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged
     }
 }

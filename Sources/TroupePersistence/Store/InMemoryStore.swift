@@ -26,6 +26,11 @@ public final class InMemoryStore: PersistenceStore, EventsByTagQuery {
     public init() {}
 
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
+        commitNow(operations)
+    }
+
+    /// The commit, on the caller's thread (what tests' stores that call back build on).
+    func commitNow(_ operations: [JournalOperation]) -> [JournalOutcome] {
         let (outcomes, taggedCount) = contents.withLock { contents in
             let before = contents.tagged.count
             let outcomes = operations.map { Self.apply($0, to: &contents) }
