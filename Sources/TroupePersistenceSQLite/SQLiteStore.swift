@@ -13,8 +13,9 @@ import TroupePersistence
 ///
 /// The file is opened in WAL mode with two connections, each on a thread of its own: the
 /// writer commits the `Journal`'s batches (one transaction and one job on its thread each,
-/// through SQLite's C API with statements prepared once), the reader (sqlite-nio's API)
-/// serves recoveries concurrently with it. Write errors are ``SQLiteWriteError``s. Tables are prefixed `troupe_`, so the file can also hold
+/// through SQLite's C API with statements prepared once), the reader serves recoveries
+/// concurrently with it (through the C API too) and the read side (sqlite-nio's API). Errors
+/// from SQLite's C API are ``SQLiteResultError``s. Tables are prefixed `troupe_`, so the file can also hold
 /// your own; their schema is created and migrated by the store (``schemaVersion``).
 ///
 /// One process writes a file at a time: the store refuses a stale writer through the
@@ -46,6 +47,8 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
     private let writer: UnsafeSQLiteConnection
     private let writerThread: NIOThreadPool
     private let reader: SQLiteConnection
+    /// The reader's thread also runs recovery reads on this connection: touched only by its jobs.
+    private let recoveryReader: UnsafeSQLiteConnection
     private let readerThread: NIOThreadPool
     private let closed = Atomic(false)
     /// Raised after each commit that stored tagged events: this process's followers wake at
@@ -54,13 +57,14 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
 
     private init(
         path: String, synchronous: Synchronous, writer: UnsafeSQLiteConnection, writerThread: NIOThreadPool,
-        reader: SQLiteConnection, readerThread: NIOThreadPool
+        reader: SQLiteConnection, recoveryReader: UnsafeSQLiteConnection, readerThread: NIOThreadPool
     ) {
         self.path = path
         self.synchronous = synchronous
         self.writer = writer
         self.writerThread = writerThread
         self.reader = reader
+        self.recoveryReader = recoveryReader
         self.readerThread = readerThread
     }
 
@@ -104,9 +108,19 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
                 }
                 return writer
             }
+            let recoveryReader = try await readerThread.runIfActive {
+                let recoveryReader = try UnsafeSQLiteConnection(path: path, readOnly: true)
+                do {
+                    try recoveryReader.execute("PRAGMA busy_timeout = 10000")
+                } catch {
+                    recoveryReader.close()
+                    throw error
+                }
+                return recoveryReader
+            }
             return SQLiteStore(
                 path: path, synchronous: synchronous, writer: writer, writerThread: writerThread, reader: opened,
-                readerThread: readerThread)
+                recoveryReader: recoveryReader, readerThread: readerThread)
         } catch {
             try? await reader?.close().get()
             try? await readerThread.shutdownGracefully()
@@ -130,6 +144,13 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
             }
         }
         try await writerThread.shutdownGracefully()
+        let recoveryReader = recoveryReader
+        await withCheckedContinuation { (closed: CheckedContinuation<Void, Never>) in
+            readerThread.submit { _ in
+                recoveryReader.close()
+                closed.resume()
+            }
+        }
         // The future form: sqlite-nio's async `close()` gives up when the calling task is
         // cancelled, which would leave the connection open.
         try await reader.close().get()
@@ -145,7 +166,11 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
             writer.close()
             writerThread.shutdownGracefully { _ in }
         }
-        reader.close().whenComplete { _ in readerThread.shutdownGracefully { _ in } }
+        let (reader, recoveryReader) = (reader, recoveryReader)
+        readerThread.submit { _ in
+            recoveryReader.close()
+            reader.close().whenComplete { _ in readerThread.shutdownGracefully { _ in } }
+        }
     }
 
     private static func migrate(_ connection: SQLiteConnection, path: String) async throws {
@@ -359,9 +384,9 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
                     stored += 1
                 }
             }
-        } catch let error as SQLiteWriteError where error.isConstraint {
+        } catch let error as SQLiteResultError where error.isConstraint {
             guard stored == 0 else {
-                throw SQLiteWriteError.misuse(
+                throw SQLiteResultError.misuse(
                     "event \(stored + 1) of an append to \(append.persistenceID) was refused after its first was stored: \(error.message)"
                 )
             }
@@ -442,7 +467,7 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
         }
         return try chunk.map { id in
             guard let epoch = epochs[id] else {
-                throw SQLiteWriteError.misuse("the writer upsert returned no epoch for \(id)")
+                throw SQLiteResultError.misuse("the writer upsert returned no epoch for \(id)")
             }
             return .claimed(WriterEpoch(epoch), lastSequenceNumber: lasts[id] ?? 0)
         }
@@ -461,7 +486,7 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
             """
         ) { statement in
             try statement.bind(1, id.rawValue)
-            guard try statement.step() else { throw SQLiteWriteError.misuse("the writer upsert returned no epoch") }
+            guard try statement.step() else { throw SQLiteResultError.misuse("the writer upsert returned no epoch") }
             let epoch = statement.int64(0)
             try statement.run()
             return epoch
@@ -563,73 +588,140 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
         }
     }
 
+    /// The latest snapshot and the events after it, in one job on the reader's thread
+    /// through SQLite's C API (statements prepared once).
     public func history(of id: PersistenceID) async throws -> StoredHistory {
-        let snapshotRows = try await reader.query(
+        let reader = recoveryReader
+        return try await readerThread.runIfActive { try Self.history(of: id, on: reader) }
+    }
+
+    /// The histories of many identities in one job on the reader's thread, inside one read
+    /// transaction (a view of the file as of its start): for up to a thousand identities at a
+    /// time, one statement for their latest snapshots and one for their events.
+    public func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory] {
+        let reader = recoveryReader
+        return try await readerThread.runIfActive {
+            if ids.count == 1 { return [ids[0]: try Self.history(of: ids[0], on: reader)] }
+            try reader.execute("BEGIN")
+            defer { try? reader.execute("COMMIT") }
+            var histories: [PersistenceID: StoredHistory] = [:]
+            histories.reserveCapacity(ids.count)
+            for start in stride(from: 0, to: ids.count, by: 1_000) {
+                try Self.histories(of: ids[start..<min(start + 1_000, ids.count)], on: reader, into: &histories)
+            }
+            return histories
+        }
+    }
+
+    /// The sizes of the identity lists the batched reads' statements take: a chunk is padded
+    /// to the next one by repeating an identity (an `IN` list ignores repeats), so a handful
+    /// of statements serve every chunk.
+    static let historyListSizes = [8, 64, 512, 1_000]
+
+    private static func histories(
+        of chunk: ArraySlice<PersistenceID>, on reader: UnsafeSQLiteConnection,
+        into histories: inout [PersistenceID: StoredHistory]
+    ) throws {
+        let size = historyListSizes.first { $0 >= chunk.count } ?? chunk.count
+        let list = "(" + (1...size).map { "?\($0)" }.joined(separator: ", ") + ")"
+        let latest = """
+            SELECT persistence_id, max(sequence_nr) AS last FROM troupe_snapshots
+            WHERE persistence_id IN \(list) GROUP BY persistence_id
+            """
+        func bindIDs(_ statement: UnsafeSQLiteStatement) throws {
+            for (offset, id) in chunk.enumerated() { try statement.bind(Int32(offset + 1), id.rawValue) }
+            for slot in chunk.count..<size { try statement.bind(Int32(slot + 1), chunk[chunk.startIndex].rawValue) }
+        }
+        try reader.withStatement(
+            named: "snapshots-\(size)",
+            text: {
+                """
+                SELECT s.persistence_id, s.sequence_nr, s.type_name, s.type_version, s.payload FROM troupe_snapshots s
+                JOIN (\(latest)) m ON s.persistence_id = m.persistence_id AND s.sequence_nr = m.last
+                """
+            }
+        ) { statement in
+            try bindIDs(statement)
+            while try statement.step() {
+                let id = PersistenceID(statement.text(0))
+                let snapshot = SerializedSnapshot(
+                    sequenceNumber: statement.int64(1), state: try serialized(statement, from: 2, tagsColumn: nil))
+                histories[id] = StoredHistory(snapshot: snapshot, events: [])
+            }
+        }
+        try reader.withStatement(
+            named: "events-\(size)",
+            text: {
+                """
+                SELECT e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload, e.tags
+                FROM troupe_events e LEFT JOIN (\(latest)) m ON e.persistence_id = m.persistence_id
+                WHERE e.persistence_id IN \(list) AND e.sequence_nr > coalesce(m.last, 0)
+                ORDER BY e.persistence_id, e.sequence_nr
+                """
+            }
+        ) { statement in
+            try bindIDs(statement)
+            while try statement.step() {
+                let id = PersistenceID(statement.text(0))
+                let event = StoredEvent(
+                    persistenceID: id, sequenceNumber: statement.int64(1),
+                    event: try serialized(statement, from: 2, tagsColumn: 5))
+                histories[id, default: StoredHistory(snapshot: nil, events: [])].events.append(event)
+            }
+        }
+        for id in chunk where histories[id] == nil { histories[id] = StoredHistory(snapshot: nil, events: []) }
+    }
+
+    private static func history(of id: PersistenceID, on reader: UnsafeSQLiteConnection) throws -> StoredHistory {
+        let snapshot = try reader.withStatement(
             """
             SELECT sequence_nr, type_name, type_version, payload FROM troupe_snapshots
-            WHERE persistence_id = ? ORDER BY sequence_nr DESC LIMIT 1
-            """, [.text(id.rawValue)])
-        let snapshot = try snapshotRows.first.map { row in
-            SerializedSnapshot(sequenceNumber: try Self.integer(row, "sequence_nr"), state: try Self.serialized(row))
+            WHERE persistence_id = ?1 ORDER BY sequence_nr DESC LIMIT 1
+            """
+        ) { statement -> SerializedSnapshot? in
+            try statement.bind(1, id.rawValue)
+            guard try statement.step() else { return nil }
+            return SerializedSnapshot(
+                sequenceNumber: statement.int64(0), state: try serialized(statement, from: 1, tagsColumn: nil))
         }
-        let eventRows = try await reader.query(
+        let events = try reader.withStatement(
             """
             SELECT sequence_nr, type_name, type_version, payload, tags FROM troupe_events
-            WHERE persistence_id = ? AND sequence_nr > ? ORDER BY sequence_nr
-            """, [.text(id.rawValue), .integer(SQLiteInt64(snapshot?.sequenceNumber ?? 0))])
-        let events = try eventRows.map { row in
-            StoredEvent(
-                persistenceID: id, sequenceNumber: try Self.integer(row, "sequence_nr"), event: try Self.serialized(row)
-            )
+            WHERE persistence_id = ?1 AND sequence_nr > ?2 ORDER BY sequence_nr
+            """
+        ) { statement in
+            try statement.bind(1, id.rawValue)
+            try statement.bind(2, snapshot?.sequenceNumber ?? 0)
+            var events: [StoredEvent] = []
+            while try statement.step() {
+                events.append(
+                    StoredEvent(
+                        persistenceID: id, sequenceNumber: statement.int64(0),
+                        event: try serialized(statement, from: 1, tagsColumn: 4)))
+            }
+            return events
         }
         return StoredHistory(snapshot: snapshot, events: events)
     }
 
-    /// One query for the snapshots and one for the events of up to a thousand identities.
-    public func histories(of ids: [PersistenceID]) async throws -> [PersistenceID: StoredHistory] {
-        var snapshots: [PersistenceID: SerializedSnapshot] = [:]
-        var events: [PersistenceID: [StoredEvent]] = [:]
-        for start in stride(from: 0, to: ids.count, by: 1_000) {
-            let chunk = ids[start..<min(start + 1_000, ids.count)]
-            let list = Self.placeholders(rows: 1, width: chunk.count)
-            let binds = chunk.map { SQLiteData.text($0.rawValue) }
-            let latest = """
-                SELECT persistence_id, max(sequence_nr) AS last FROM troupe_snapshots
-                WHERE persistence_id IN \(list) GROUP BY persistence_id
-                """
-            for row in try await reader.query(
-                """
-                SELECT s.persistence_id, s.sequence_nr, s.type_name, s.type_version, s.payload FROM troupe_snapshots s
-                JOIN (\(latest)) m ON s.persistence_id = m.persistence_id AND s.sequence_nr = m.last
-                """, binds)
-            {
-                guard let id = row.column("persistence_id")?.string else {
-                    throw SQLiteStoreError.malformedRow("persistence_id")
-                }
-                snapshots[PersistenceID(id)] = SerializedSnapshot(
-                    sequenceNumber: try Self.integer(row, "sequence_nr"), state: try Self.serialized(row))
-            }
-            for row in try await reader.query(
-                """
-                SELECT e.persistence_id, e.sequence_nr, e.type_name, e.type_version, e.payload, e.tags FROM troupe_events e
-                LEFT JOIN (\(latest)) m ON e.persistence_id = m.persistence_id
-                WHERE e.persistence_id IN \(list) AND e.sequence_nr > coalesce(m.last, 0)
-                ORDER BY e.persistence_id, e.sequence_nr
-                """, binds + binds)
-            {
-                guard let name = row.column("persistence_id")?.string else {
-                    throw SQLiteStoreError.malformedRow("persistence_id")
-                }
-                let id = PersistenceID(name)
-                events[id, default: []].append(
-                    StoredEvent(
-                        persistenceID: id, sequenceNumber: try Self.integer(row, "sequence_nr"),
-                        event: try Self.serialized(row)))
-            }
+    /// The type name, version and payload in the three columns from `first`, and the tags in
+    /// `tagsColumn` (NULL: none).
+    private static func serialized(
+        _ statement: UnsafeSQLiteStatement, from first: Int32, tagsColumn: Int32?
+    ) throws -> SerializedEvent {
+        guard !statement.isNull(first), !statement.isNull(first + 2) else {
+            throw SQLiteStoreError.malformedRow("type_name or payload")
         }
-        var histories: [PersistenceID: StoredHistory] = [:]
-        for id in ids { histories[id] = StoredHistory(snapshot: snapshots[id], events: events[id] ?? []) }
-        return histories
+        var event = SerializedEvent(
+            typeName: statement.text(first), version: Int(statement.int64(first + 1)),
+            payload: statement.blob(first + 2))
+        if let tagsColumn {
+            guard let tags = StoredTags.decode(statement.isNull(tagsColumn) ? nil : statement.text(tagsColumn)) else {
+                throw SQLiteStoreError.malformedRow("tags")
+            }
+            event.tags = tags
+        }
+        return event
     }
 
     /// The events tagged `tag` after `offset` (its `EventOffset.position` is the tag index's

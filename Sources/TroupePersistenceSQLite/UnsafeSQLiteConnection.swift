@@ -1,7 +1,8 @@
 // The SQLite that sqlite-nio compiles into the package, through its C API (every symbol prefixed
 // `sqlite_nio_`). sqlite-nio's own API prepares a statement per call and hops to a thread per
-// statement; the store's writer runs a whole batch in one job on its thread with statements
-// prepared once, so it talks to SQLite directly. Raw pointers stay inside this file.
+// statement; the store's writer runs a whole batch in one job on its thread, and its reader a
+// whole recovery read, with statements prepared once, so they talk to SQLite directly. Raw
+// pointers stay inside this file.
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -9,8 +10,9 @@ import VaporCSQLite
 
 /// One `sqlite3` connection with a cache of prepared statements.
 ///
-/// Not thread-safe: one thread at a time (the store's writer thread runs one job at a time).
-// Confined: only jobs of the store's one writer thread touch it, one at a time.
+/// Not thread-safe: one thread at a time (the store's writer and reader threads each run one
+/// job at a time).
+// Confined: only jobs of the one thread that opened it (a pool of one) touch it, one at a time.
 final class UnsafeSQLiteConnection: @unchecked Sendable {
     private var handle: OpaquePointer?
     /// Keyed by the address of the statement's text: every statement is a literal, so finding
@@ -23,15 +25,15 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
         private let owner = pthread_self()
     #endif
 
-    /// Opens an existing database file for reading and writing.
-    init(path: String) throws(SQLiteWriteError) {
+    /// Opens an existing database file for reading and writing, or only for reading.
+    init(path: String, readOnly: Bool = false) throws(SQLiteResultError) {
         var handle: OpaquePointer?
-        // NOMUTEX: the connection is confined to the writer thread, so SQLite's own
-        // per-connection mutex would only cost.
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        // NOMUTEX: the connection is confined to one thread, so SQLite's own per-connection
+        // mutex would only cost.
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
         let status = sqlite_nio_sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK, let handle else {
-            let error = SQLiteWriteError(code: status, message: handle.map(Self.message(of:)) ?? "cannot open \(path)")
+            let error = SQLiteResultError(code: status, message: handle.map(Self.message(of:)) ?? "cannot open \(path)")
             sqlite_nio_sqlite3_close(handle)
             throw error
         }
@@ -56,7 +58,7 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
     }
 
     /// Runs `sql` (one or more statements without parameters or results), not cached.
-    func execute(_ sql: String) throws(SQLiteWriteError) {
+    func execute(_ sql: String) throws(SQLiteResultError) {
         assertOnItsThread()
         let status = sqlite_nio_sqlite3_exec(handle, sql, nil, nil, nil)
         guard status == SQLITE_OK else { throw error(status) }
@@ -100,7 +102,7 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
         return try body(statement)
     }
 
-    private func prepare(_ sql: String) throws(SQLiteWriteError) -> UnsafeSQLiteStatement {
+    private func prepare(_ sql: String) throws(SQLiteResultError) -> UnsafeSQLiteStatement {
         assertOnItsThread()
         var raw: OpaquePointer?
         let status = sqlite_nio_sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
@@ -109,17 +111,17 @@ final class UnsafeSQLiteConnection: @unchecked Sendable {
     }
 
     /// The contract, checked in debug builds: the thread that opened the connection (the
-    /// store's writer thread, its pool's only one) is the only one that uses it.
+    /// store's writer or reader thread, its pool's only one) is the only one that uses it.
     @inline(__always)
     private func assertOnItsThread() {
         #if DEBUG
-            assert(pthread_equal(owner, pthread_self()) != 0, "an UnsafeSQLiteConnection used off its writer thread")
+            assert(pthread_equal(owner, pthread_self()) != 0, "an UnsafeSQLiteConnection used off its thread")
         #endif
     }
 
     /// The error for `status`, with SQLite's message for the connection's last call.
-    func error(_ status: Int32) -> SQLiteWriteError {
-        SQLiteWriteError(code: status, message: handle.map(Self.message(of:)) ?? "connection closed")
+    func error(_ status: Int32) -> SQLiteResultError {
+        SQLiteResultError(code: status, message: handle.map(Self.message(of:)) ?? "connection closed")
     }
 
     private static func message(of handle: OpaquePointer) -> String {
@@ -133,12 +135,12 @@ struct UnsafeSQLiteStatement {
     fileprivate let raw: OpaquePointer
     fileprivate unowned let connection: UnsafeSQLiteConnection
 
-    func bind(_ index: Int32, _ value: Int64) throws(SQLiteWriteError) {
+    func bind(_ index: Int32, _ value: Int64) throws(SQLiteResultError) {
         try check(sqlite_nio_sqlite3_bind_int64(raw, index, value))
     }
 
     /// Binds `value`, copied by SQLite.
-    func bind(_ index: Int32, _ value: String) throws(SQLiteWriteError) {
+    func bind(_ index: Int32, _ value: String) throws(SQLiteResultError) {
         // A NULL pointer would bind NULL; the literal's pointer is valid during the call.
         if value.isEmpty { return try check(sqlite_nio_sqlite3_bind_text(raw, index, "", 0, Self.transient)) }
         var value = value
@@ -152,7 +154,7 @@ struct UnsafeSQLiteStatement {
     }
 
     /// Binds `value`, copied by SQLite (an empty array binds an empty blob, not NULL).
-    func bind(_ index: Int32, _ bytes: [UInt8]) throws(SQLiteWriteError) {
+    func bind(_ index: Int32, _ bytes: [UInt8]) throws(SQLiteResultError) {
         // A NULL pointer would bind NULL.
         if bytes.isEmpty { return try check(sqlite_nio_sqlite3_bind_zeroblob(raw, index, 0)) }
         let status = bytes.withUnsafeBytes { buffer in
@@ -162,17 +164,17 @@ struct UnsafeSQLiteStatement {
         try check(status)
     }
 
-    func bindNull(_ index: Int32) throws(SQLiteWriteError) {
+    func bindNull(_ index: Int32) throws(SQLiteResultError) {
         try check(sqlite_nio_sqlite3_bind_null(raw, index))
     }
 
     /// Runs the statement to its end (no rows expected, or the rows are ignored).
-    func run() throws(SQLiteWriteError) {
+    func run() throws(SQLiteResultError) {
         while try step() {}
     }
 
     /// One step: true while it has produced a row (read it with ``int64(_:)`` and ``isNull(_:)``).
-    func step() throws(SQLiteWriteError) -> Bool {
+    func step() throws(SQLiteResultError) -> Bool {
         let status = sqlite_nio_sqlite3_step(raw)
         switch status {
         case SQLITE_ROW: return true
@@ -192,6 +194,15 @@ struct UnsafeSQLiteStatement {
 
     func isNull(_ column: Int32) -> Bool { sqlite_nio_sqlite3_column_type(raw, column) == SQLITE_NULL }
 
+    /// The column's bytes (empty for an empty or NULL blob).
+    func blob(_ column: Int32) -> [UInt8] {
+        // The pointer first, then its size (SQLite's documented order).
+        guard let bytes = sqlite_nio_sqlite3_column_blob(raw, column) else { return [] }
+        let count = Int(sqlite_nio_sqlite3_column_bytes(raw, column))
+        // Safety: SQLite keeps the column's `count` bytes until the next step or reset.
+        return Array(UnsafeRawBufferPointer(start: bytes, count: count))
+    }
+
     /// Makes the statement ready to run again (its bindings stay).
     func reset() {
         // The status repeats the last step's error, already thrown.
@@ -206,7 +217,7 @@ struct UnsafeSQLiteStatement {
 
     fileprivate func finalize() { _ = sqlite_nio_sqlite3_finalize(raw) }
 
-    private func check(_ status: Int32) throws(SQLiteWriteError) {
+    private func check(_ status: Int32) throws(SQLiteResultError) {
         guard status == SQLITE_OK else { throw connection.error(status) }
     }
 
@@ -216,7 +227,7 @@ struct UnsafeSQLiteStatement {
 
 /// An error SQLite returned to the store's writer: its result code (extended) and message. A
 /// full disk, for example, is code 13 (`SQLITE_FULL`), "database or disk is full".
-public struct SQLiteWriteError: Error, Sendable, CustomStringConvertible {
+public struct SQLiteResultError: Error, Sendable, CustomStringConvertible {
     /// SQLite's extended result code.
     public let code: Int32
     /// SQLite's message for it.
@@ -228,9 +239,9 @@ public struct SQLiteWriteError: Error, Sendable, CustomStringConvertible {
     public var description: String { "SQLite error \(code): \(message)" }
 }
 
-extension SQLiteWriteError {
+extension SQLiteResultError {
     /// A statement that did not answer as its text says it must.
-    static func misuse(_ message: String) -> SQLiteWriteError {
-        SQLiteWriteError(code: SQLITE_MISUSE, message: message)
+    static func misuse(_ message: String) -> SQLiteResultError {
+        SQLiteResultError(code: SQLITE_MISUSE, message: message)
     }
 }

@@ -149,7 +149,7 @@ import TroupeTestSupport
                 Self.append("a", epoch: 1, from: 3, count: 3),  // 3 and 4 go in, 5 is a duplicate
             ])
         } throws: { error in
-            guard let failure = error as? SQLiteWriteError else { return false }
+            guard let failure = error as? SQLiteResultError else { return false }
             return failure.description.contains("event 3 of an append to a")
         }
         #expect(try await store.history(of: "a").events.map(\.sequenceNumber) == [1, 2, 5])
@@ -182,7 +182,7 @@ import TroupeTestSupport
                 try connection.execute("SELECT 1")
             }
             let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-            #expect(text.contains("used off its writer thread"))
+            #expect(text.contains("used off its thread"))
         }
     #endif
 

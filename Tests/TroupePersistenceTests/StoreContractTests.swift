@@ -143,7 +143,10 @@ import TroupePersistence
     @Test(arguments: StoreKind.available) func manyHistoriesAtOnceMatchEachOneRead(kind: StoreKind) async throws {
         let test = try await kind.make()
         let store = test.store
-        let ids = (0..<30).map { PersistenceID("h-\($0)") }
+        // 1,030: more than one chunk of a thousand, the second padded (SQLite's lists). On
+        // PostgreSQL 30: beside the other PostgreSQL suites, 1,030 made their tag readers (which
+        // wait for older transactions server-wide) time out at 20 s; not yet understood.
+        let ids = (0..<(kind == .postgres ? 30 : 1_030)).map { PersistenceID("h-\($0)") }
         _ = try await store.commit(ids.map { .claimWriter($0) })
         var operations: [JournalOperation] = []
         for (index, id) in ids.enumerated() where index % 3 != 0 {  // every third has nothing stored
@@ -157,12 +160,17 @@ import TroupePersistence
             }
         }
         _ = try await store.commit(operations)
-        let together = try await store.histories(of: ids)
-        for id in ids {
-            let alone = try await store.history(of: id)
-            let batched = together[id] ?? StoredHistory(snapshot: nil, events: [])
-            #expect(batched.snapshot == alone.snapshot, "\(id)")
-            #expect(batched.events == alone.events, "\(id)")
+        var alone: [PersistenceID: StoredHistory] = [:]
+        for id in ids { alone[id] = try await store.history(of: id) }
+        // Every list size, one that fills a padded list exactly, one identity, and a repeat.
+        for list in [ids, Array(ids[3..<11]), [ids[4]], [ids[5], ids[6], ids[5]]] {
+            let together = try await store.histories(of: list)
+            for id in list {
+                let batched = together[id] ?? StoredHistory(snapshot: nil, events: [])
+                #expect(batched.snapshot == alone[id]?.snapshot, "\(id) in a list of \(list.count)")
+                #expect(batched.events == alone[id]?.events, "\(id) in a list of \(list.count)")
+            }
+            #expect(Set(together.keys).isSubset(of: Set(list)), "only the identities asked for")
         }
         await test.close()
     }
