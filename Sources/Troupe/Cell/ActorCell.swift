@@ -2,6 +2,9 @@ import Logging
 import Synchronization
 internal import CTroupe
 
+/// Room for an actor's instance inside its cell: 48 bytes, word-aligned (see `instanceRoom`).
+@usableFromInline typealias InstanceRoom = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
 /// The cell of one actor definition: owns the instance and runs its turns.
 @usableFromInline
 final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Message>,
@@ -9,19 +12,47 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 {
     @usableFromInline typealias Message = Definition.Message
 
-    /// The instance, as the header of a buffer object of its own. `nil` once the actor has
-    /// stopped: the instance is released on the actor's own thread right after `stopped` runs
+    /// Where the instance lives: inside the cell, in `instanceRoom`, when it fits (at most
+    /// 48 bytes, aligned to at most 8: the spawn is then one allocation), otherwise as the
+    /// header of a box of its own (`instanceBox`). Either way ``AnyCell/instanceAddress`` is
+    /// its address, and it is released on the actor's own thread right after `stopped` runs
     /// (``releaseInstance()``), so that whatever it held (a pending ``Reply``, a connection)
     /// goes at once, not when the last ``ActorRef`` does.
     ///
-    /// Why a box: releasing it is dropping a class reference. With a `Definition?` stored
-    /// property, the generic code that initialises, clears and destroys it looked up the
-    /// metadata of `Optional<Definition>` each time: three hash-table searches in the runtime,
-    /// about 1,000 instructions per actor. The box itself is made by code specialised for
-    /// `Definition` (``makeBox(_:)`` in the inlinable `spawn`), where its metadata is cached.
-    /// Touched only by the holder of the scheduling right.
+    /// Why not a `Definition?` stored property: the generic code that initialises, clears and
+    /// destroys one looks up the metadata of `Optional<Definition>` each time (three hash-table
+    /// searches in the runtime, about 1,000 instructions per actor). The room is plain words,
+    /// and the instance in it is moved in and destroyed through `Definition`'s own value
+    /// witnesses, whose metadata the cell's class metadata holds. Both are touched only by the
+    /// holder of the scheduling right (and by `deinit`, for an actor that never stopped).
+    @exclusivity(unchecked) private var instanceRoom: InstanceRoom = (0, 0, 0, 0, 0, 0)
+    /// The box of an instance too large (or too aligned) for `instanceRoom`; `nil` for one
+    /// that fits and once the instance is released. The box is made by code specialised for
+    /// `Definition` (``makeBox(_:)``, from the inlinable `spawn`), where its metadata is cached.
     @exclusivity(unchecked) var instanceBox: ManagedBuffer<Definition, Void>?
 
+    /// Whether `Definition` is stored inside the cell (compile-time constant where specialised).
+    @inlinable static var storesInstanceInline: Bool {
+        MemoryLayout<Definition>.size <= MemoryLayout<InstanceRoom>.size
+            && MemoryLayout<Definition>.alignment <= MemoryLayout<InstanceRoom>.alignment
+    }
+
+    /// An instance that fits in the cell (``storesInstanceInline``): the spawn's only allocation.
+    @usableFromInline
+    init(system: borrowing ActorSystem, inlineInstance instance: consuming Definition, config: borrowing CellConfig?) {
+        assert(Self.storesInstanceInline, "\(Definition.self) does not fit in a cell")
+        instanceBox = nil
+        super.init(system: system, config: config)
+        // Safety: `instanceRoom` is a private stored property of this final class accessed directly, so
+        // this is its address inside the object, which never moves; the room is word-aligned and at
+        // least as large as `Definition` (checked above), and holds nothing else.
+        let room = withUnsafeMutablePointer(to: &instanceRoom) { UnsafeMutableRawPointer($0) }
+        assert(Int(bitPattern: room) % MemoryLayout<Definition>.alignment == 0)
+        room.initializeMemory(as: Definition.self, to: instance)
+        instanceAddress.store(UInt(bitPattern: room), ordering: .relaxed)
+    }
+
+    /// An instance in a box of its own (one that does not fit in the cell).
     @usableFromInline
     init(system: borrowing ActorSystem, box: consuming ManagedBuffer<Definition, Void>, config: borrowing CellConfig?) {
         // Borrowed where they are only copied into stored properties: with the default (owned)
@@ -34,15 +65,34 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         instanceAddress.store(address, ordering: .relaxed)
     }
 
+    /// A cell for `instance`, inside it when it fits, else boxed (compiled for `Definition`
+    /// where it is inlined, so the choice is made at compile time).
+    @inlinable
     convenience init(system: ActorSystem, instance: consuming Definition, config: CellConfig?) {
-        self.init(system: system, box: Self.makeBox(instance), config: config)
+        if Self.storesInstanceInline {
+            self.init(system: system, inlineInstance: instance, config: config)
+        } else {
+            self.init(system: system, box: Self.makeBox(instance), config: config)
+        }
     }
 
-    /// The box for a new actor's instance (see `instanceBox`).
+    /// The box for a new actor's instance that does not fit in the cell (see `instanceBox`).
     @inlinable
     static func makeBox(_ instance: consuming Definition) -> ManagedBuffer<Definition, Void> {
         let instance = instance
         return ManagedBuffer<Definition, Void>.create(minimumCapacity: 0) { _ in instance }
+    }
+
+    /// An actor that never stopped (its system was released with it still live, for example
+    /// after a shutdown abandoned it) still holds its instance: destroy it in place. A boxed
+    /// one goes with `instanceBox`.
+    deinit {
+        if instanceBox == nil,
+            let instance = UnsafeMutablePointer<Definition>(bitPattern: instanceAddress.load(ordering: .relaxed))
+        {
+            // Safety: a non-zero address with no box is `instanceRoom`, initialised and not yet released.
+            instance.deinitialize(count: 1)
+        }
     }
 
     /// The spawn factory, cast back to its type: only when restarting (a dynamic cast).
@@ -54,14 +104,14 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// the object's base address, which other threads legitimately touch (false races), and a
     /// value without state has nothing to write back.
     ///
-    /// The instance is reached through its address (``AnyCell/instanceAddress``; the box
-    /// never moves), so that the turn, compiled in the user's module, reads no class property
+    /// The instance is reached through its address (``AnyCell/instanceAddress``; neither the
+    /// cell nor a box ever moves), so that the turn, compiled in the user's module, reads no class property
     /// that would be checked for exclusivity. Only called while the instance exists (before
     /// the actor stops).
     @inlinable @inline(__always)
     func withInstance<Result>(_ body: (inout Definition) throws -> Result) rethrows -> Result {
         assert(!flags.contains(.instanceReleased), "the instance of a stopped actor was used")
-        // Safety: the address is `instanceBox`'s header, an initialised `Definition` the cell holds until
+        // Safety: the address is `instanceRoom`'s or `instanceBox`'s header, an initialised `Definition` held until
         // `releaseInstance` zeroes it (asserted above); only the holder of the scheduling right gets here.
         let typed = UnsafeMutablePointer<Definition>(bitPattern: instanceAddress.load(ordering: .relaxed))
             .unsafelyUnwrapped
@@ -77,9 +127,17 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     /// `stopped` (or for an actor that never started).
     func releaseInstance() {
         flags.insert(.instanceReleased)
+        let address = instanceAddress.load(ordering: .relaxed)
+        guard address != 0 else { return }
         CTroupe_set_releasing_stopped_actor(true)
         instanceAddress.store(0, ordering: .relaxed)
-        instanceBox = nil
+        if instanceBox != nil {
+            instanceBox = nil
+        } else {
+            // Safety: with no box, the address is `instanceRoom`'s, which holds an initialised instance
+            // until here (the address is zeroed first, so nothing reaches it again).
+            UnsafeMutablePointer<Definition>(bitPattern: address).unsafelyUnwrapped.deinitialize(count: 1)
+        }
         CTroupe_set_releasing_stopped_actor(false)
     }
 

@@ -57,7 +57,7 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     #endif
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: MailboxMode
-    /// Where `ActorCell`'s instance lives (its box's header; 0 once released). Written by the
+    /// Where `ActorCell`'s instance lives (inside the cell or in its box; 0 once released). Written by the
     /// initialiser and by the holder of the scheduling right; an atomic for the same reason as
     /// `flagBits`.
     @usableFromInline let instanceAddress = Atomic<UInt>(0)

@@ -12,8 +12,7 @@ extension ActorSystem {
         // Compiled for the definition in the caller's module: the cell's class metadata comes
         // from a cache there instead of a generic-metadata lookup, and no options value is
         // built, copied and destroyed (about 100 instructions per spawn, measured).
-        let cell = ActorCell<Actor.Definition>(
-            system: self, box: ActorCell<Actor.Definition>.makeBox(Actor.runnable(actor)), config: nil)
+        let cell = ActorCell<Actor.Definition>(system: self, instance: Actor.runnable(actor), config: nil)
         start(cell, config: nil, parent: nil)
         return ActorRef(cell: cell)
     }
