@@ -17,6 +17,12 @@ internal import CTroupe
 /// of its lanes, listed and chosen like actors. Dedicated threads are not made: such actors run
 /// like the others. The stuck-handler watchdog is off.
 ///
+/// As on the workers, an ask that a step makes of an idle actor (its mailbox empty, nobody
+/// running it) runs that actor's turn in place, inside the step, unless
+/// ``ActorSystem/Configuration/directHandOff`` is off: the trace lists that turn as a step of
+/// its own, marked ``Step/ranInPlace``, right after the step that asked. It depends only on the
+/// actors' state, so a seed still gives one trace.
+///
 /// Which runnable actor goes next is the ``ManualSchedule``'s choice (by default the one that
 /// became runnable first); `TroupeTesting` installs a seeded one. An `await ref.ask` made
 /// outside a step (by the test itself) drives the system until it is answered, moving virtual
@@ -121,8 +127,13 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         public let isSwiftJob: Bool
         /// The virtual time it ran at.
         public let time: Duration
+        /// Whether the turn ran inside the step before it, for an ask that step made of this
+        /// idle actor (direct hand-off, as a worker would run it; see
+        /// ``ActorSystem/Configuration/directHandOff``). Such a step was not chosen by the
+        /// schedule: it is part of the asking step.
+        public let ranInPlace: Bool
         public var description: String {
-            "#\(number) \(actor)\(isSwiftJob ? " (Swift job)" : "") at \(time)"
+            "#\(number) \(actor)\(isSwiftJob ? " (Swift job)" : "")\(ranInPlace ? " (in place)" : "") at \(time)"
         }
     }
 
@@ -147,7 +158,9 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         // Safety: gives back the retain `makeEntry` put in the entry; `cell` keeps the object.
         if cell.entryRetained { entry.release() }
         let step = state.withLock { state in
-            let step = Step(number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: now)
+            let step = Step(
+                number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: now,
+                ranInPlace: false)
             state.steps.append(step)
             return step
         }
@@ -159,6 +172,21 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
             state.withLock { $0.pending.append(again) }
         }
         return step
+    }
+
+    /// Whether the calling thread is running a step now (a turn in place may nest in it).
+    var isSteppingOnThisThread: Bool { steppingThread.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    /// Lists a turn that a step's ask runs in place (`Worker+HandOff.swift`), as a step of its
+    /// own, right after the step that asked. The driving thread, inside ``run(at:)``.
+    func recordTurnInPlace(of cell: AnyCell) {
+        let time = now
+        state.withLock { state in
+            state.steps.append(
+                Step(
+                    number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: time,
+                    ranInPlace: true))
+        }
     }
 
     /// Runs one message (or job) of the runnable actor the schedule chooses; nil when nothing

@@ -13,10 +13,14 @@ internal import CTroupe
 ///   the current turn on the same core (the previous slot occupant moves to the worker's queue,
 ///   where idle workers can steal it; an occupant stranded behind a long turn is taken by an
 ///   idle worker within microseconds: `Worker+NextSlot.swift`);
-/// - from any other thread: a worker's queue, round-robin, and one parked worker is woken.
+/// - from any other thread: a worker's queue, round-robin, and one parked worker is woken;
+/// - an ask's target that the asking thread means to run in place (``HandOff``) is kept for it.
 /// Idle workers steal from the others, spin briefly, then park on the event count.
 final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; `dedicated` is locked
     let batchSize: Int
+    /// A manual system's (``ManualDriver``): one worker without a thread, whose run queue the
+    /// driver drains; its driving thread may hand off turns to itself.
+    let isManual: Bool
     let idle = EventCount()
     /// Where the scheduler is in its life; moved by the system's thread that starts it and the
     /// one that shuts it down, read by workers (to exit) and by whoever schedules (to sweep).
@@ -56,7 +60,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         (counters + 136).assumingMemoryBound(to: Atomic<Bool>.self)
     }
 
-    init(name: String, workerCount: Int, pin: Bool, batchSize: Int, handOff: Bool = false) {
+    init(name: String, workerCount: Int, pin: Bool, batchSize: Int, handOff: Bool = false, manual: Bool = false) {
         if workerCount < 1 {
             fatalError(
                 "ActorSystem.Configuration.workerCount must be at least 1, got \(workerCount); pass nil for one worker per allowed CPU"
@@ -67,6 +71,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         }
         self.name = name
         self.batchSize = batchSize
+        self.isManual = manual
         self.lateRunner = LateRunner(name: name, batchSize: batchSize)
         let cpus = Threads.allowedCPUs()
         var created: [Worker] = []
@@ -170,6 +175,9 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             case .handedOff: return
             case .elsewhere: break
             }
+        } else if _slowPath(isManual) {
+            // A manual system: its driver's thread, in a step, may have armed a hand-off.
+            if captureForManualHandOff(entry) { return }
         } else if let raw = CTroupe_current_inline_turns(), !lifecycle.isRelaxed(.terminated) {
             // A thread outside the workers with an inline-turns scope open: the cell runs its
             // turn there when the scope's body returns (see `InlineTurns`).
@@ -189,6 +197,20 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
         Worker.queue(entry, on: queue)
         notifyIdle()
         if _slowPath(lifecycle.is(.terminated)) { sweep() }
+    }
+
+    /// A manual system's hand-off (``HandOff/prepareManually(_:)``): when the driver's thread
+    /// armed its one worker for this very cell, the entry is kept for the turn in place. The
+    /// worker has no thread of its own; only the driving thread touches its hand-off fields.
+    private func captureForManualHandOff(_ entry: Unmanaged<AnyCell>) -> Bool {
+        let word = UInt(bitPattern: entry.toOpaque())
+        // Safety: `sharedWorkers` holds the manual system's one worker for the scheduler's life.
+        return sharedWorkers[0]._withUnsafeGuaranteedRef { worker in
+            guard worker.handOffTarget == word else { return false }
+            worker.handOffTarget = 0
+            worker.handOffCaptured = word
+            return true
+        }
     }
 
     /// Where `schedule` put a cell, on a worker thread.

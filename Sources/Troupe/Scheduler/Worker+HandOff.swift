@@ -37,7 +37,9 @@ enum HandOff {
     /// hand-off can happen (send as usual).
     @usableFromInline
     static func prepare(_ target: AnyCell) -> UnsafeMutableRawPointer? {
-        guard let raw = CTroupe_current_worker() else { return nil }
+        guard let raw = CTroupe_current_worker() else {
+            return _slowPath(target.system.isManual) ? prepareManually(target) : nil
+        }
         // Safety: the current-worker slot names this thread's own worker, which outlives the call (its
         // thread clears the slot before it ends).
         let armed = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Bool in
@@ -49,6 +51,24 @@ enum HandOff {
             return true
         }
         return armed ? raw : nil
+    }
+
+    /// A manual system (``ManualDriver``): the thread running a step stands in for the system's
+    /// one worker, which has no thread of its own, so a step's ask of an idle actor runs that
+    /// actor's turn in place as on a threaded system, and the driver lists it in its trace.
+    /// Asks made outside a step (the test's own) never hand off: the driver runs the target.
+    static func prepareManually(_ target: AnyCell) -> UnsafeMutableRawPointer? {
+        guard let driver = target.system.manualDriver, driver.isSteppingOnThisThread else { return nil }
+        // Safety: the scheduler holds its one worker for its whole life, and the system (held by the
+        // target) holds the scheduler; only the driving thread touches the worker's hand-off fields.
+        let worker = target.system.scheduler.sharedWorkers[0]
+        let armed = worker._withUnsafeGuaranteedRef { worker -> Bool in
+            guard worker.handsOff, worker.handOffDepth < maximumDepth else { return false }
+            // Safety: identity only: `Scheduler.schedule` compares this address, never dereferences it.
+            worker.handOffTarget = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
+            return true
+        }
+        return armed ? worker.toOpaque() : nil
     }
 
     /// After the send: disarms the capture and, when the send won `target`'s scheduling right,
@@ -82,6 +102,7 @@ extension Worker {
         entry._withUnsafeGuaranteedRef { cell in
             // The entry's retain, if it has one (a stopped actor's), is this thread's now.
             let retained = cell.entryRetained
+            if _slowPath(cell.system.isManual) { cell.system.manualDriver?.recordTurnInPlace(of: cell) }
             let running = currentCell.load(ordering: .relaxed)
             currentCell.store(word, ordering: .relaxed)
             handOffDepth += 1

@@ -154,7 +154,8 @@ public final class ActorSystem: Sendable {
         let workers = manualDriver != nil ? 1 : configuration.workerCount ?? max(1, Threads.allowedCPUs().count)
         scheduler = Scheduler(
             name: configuration.name, workerCount: workers, pin: configuration.pinWorkers && manualDriver == nil,
-            batchSize: configuration.batchSize, handOff: configuration.directHandOff)
+            batchSize: configuration.batchSize, handOff: configuration.directHandOff,
+            manual: configuration.manualDriver != nil)
         // Safety: unretained: `scheduler`, a `let` of this system, holds it for the system's whole life.
         schedulerHandle = Unmanaged.passUnretained(scheduler)
         timer =
