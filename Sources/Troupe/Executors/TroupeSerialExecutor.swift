@@ -50,6 +50,7 @@ public final class TroupeSerialExecutor: SerialExecutor {
         system.introspector.register(serialLane: lane)
     }
 
+    /// The system's list holds the lane strongly until this forgets it (`Introspector.serialLanes`).
     deinit { lane.system.introspector.forget(serialLane: lane) }
 
     public func enqueue(_ job: consuming ExecutorJob) {

@@ -18,16 +18,15 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
     /// `CTroupe_monotonic_ns` at creation, for the snapshot's uptime.
     let createdAt: Int64
     let watchdog: StuckHandlerWatchdog?
-    /// Serial executors' lanes (the task executor's are reached through the system), weakly:
-    /// a lane goes with its executor.
-    private let serialLanes = Locked<[ObjectIdentifier: WeakLane]>([:])
+    /// Serial executors' lanes (the task executor's are reached through the system), from the
+    /// executor's initialiser to its deinitialiser, which forgets its lane while it still holds
+    /// it (so the entry never outlives the executor, and breaks the lane → system → here cycle).
+    /// Not weak: a weak reference gives the lane a side table, and every retain and release of
+    /// it (several per job an actor on the executor runs) then takes the runtime's slow path.
+    private let serialLanes = Locked<[ObjectIdentifier: JobLane]>([:])
     private let closed = Atomic<Bool>(false)
     /// ``SnapshotSection`` providers, in the order they were first given.
     private let sections = Locked<[(key: AnyHashable, provider: @Sendable () -> SnapshotSection?)]>([])
-
-    struct WeakLane {
-        weak var lane: JobLane?
-    }
 
     init(_ settings: ActorSystem.Introspection) {
         samplingInterval = settings.normalizedSamplingInterval
@@ -53,7 +52,7 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
     }
 
     func register(serialLane lane: JobLane) {
-        serialLanes.withLock { $0[ObjectIdentifier(lane)] = WeakLane(lane: lane) }
+        serialLanes.withLock { $0[ObjectIdentifier(lane)] = lane }
     }
 
     func forget(serialLane lane: JobLane) {
@@ -82,7 +81,7 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
 
     /// The serial executors' lanes that still exist.
     var liveSerialLanes: [JobLane] {
-        serialLanes.withLock { lanes in lanes.values.compactMap(\.lane) }
+        serialLanes.withLock { lanes in Array(lanes.values) }
     }
 }
 

@@ -108,6 +108,32 @@ actor Matchmaker {
         }
     }
 
+    /// The system lists a serial executor's lane (snapshots read it) from the executor's
+    /// creation to its release, holding it strongly (a weak reference would give every lane a
+    /// side table): once the executor and its actors are gone, the lane goes too, the snapshot
+    /// no longer counts it, and the system is still freed after shutdown.
+    @Test func aReleasedExecutorTakesItsLaneWithIt() async throws {
+        var system: ActorSystem? = makeTestSystem()
+        let weakSystem = WeakBox(system!)
+        var executor: TroupeSerialExecutor? = system!.makeSerialExecutor()
+        let weakExecutor = WeakBox(executor!)
+        let weakLane = WeakBox(executor!.lane)
+        do {
+            let actor = OnTroupe(executor: executor!)
+            for _ in 0..<100 { await actor.increment() }
+            #expect(await actor.total == 100)
+        }
+        #expect(system!.introspector.liveSerialLanes.contains { $0 === weakLane.value })
+        executor = nil
+        await waitUntil("the executor and its lane are freed") { weakExecutor.value == nil && weakLane.value == nil }
+        #expect(weakLane.value == nil, "the system's list kept the lane alive")
+        #expect(system!.introspector.liveSerialLanes.isEmpty)
+        await system!.shutdown()
+        system = nil
+        await waitUntil("the system is freed") { weakSystem.value == nil }
+        #expect(weakSystem.value == nil)
+    }
+
     @Test func aNativeActorsMethodsRunOnTheWorkersOneAtATime() async throws {
         try await withTestSystem { system in
             let executor = system.makeSerialExecutor()
