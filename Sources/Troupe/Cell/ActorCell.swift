@@ -83,9 +83,10 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
         return ManagedBuffer<Definition, Void>.create(minimumCapacity: 0) { _ in instance }
     }
 
-    /// An actor that never stopped (its system was released with it still live, for example
-    /// after a shutdown abandoned it) still holds its instance: destroy it in place. A boxed
-    /// one goes with `instanceBox`.
+    /// A safety net: every path that ends an actor releases its instance first (`stopNow`,
+    /// `stopBeforeStarting`), and a live cell is held by its system's live-actor list, so no
+    /// path is known to free a cell whose instance is still in the room; if one does, the
+    /// instance is destroyed here rather than leaked. A boxed one goes with `instanceBox`.
     deinit {
         if instanceBox == nil,
             let instance = UnsafeMutablePointer<Definition>(bitPattern: instanceAddress.load(ordering: .relaxed))

@@ -157,13 +157,7 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         let cell = entry.takeUnretainedValue()
         // Safety: gives back the retain `makeEntry` put in the entry; `cell` keeps the object.
         if cell.entryRetained { entry.release() }
-        let step = state.withLock { state in
-            let step = Step(
-                number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: now,
-                ranInPlace: false)
-            state.steps.append(step)
-            return step
-        }
+        let step = appendStep(running: cell, ranInPlace: false)
         let outer = steppingThread.exchange(UInt(pthread_self()), ordering: .relaxed)
         let more = cell.runTurn(buffer: buffer, limit: 1, progress: progress)
         steppingThread.store(outer, ordering: .relaxed)
@@ -180,12 +174,19 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
     /// Lists a turn that a step's ask runs in place (`Worker+HandOff.swift`), as a step of its
     /// own, right after the step that asked. The driving thread, inside ``run(at:)``.
     func recordTurnInPlace(of cell: AnyCell) {
+        appendStep(running: cell, ranInPlace: true)
+    }
+
+    /// Adds the next step to the trace and returns it.
+    @discardableResult
+    private func appendStep(running cell: AnyCell, ranInPlace: Bool) -> Step {
         let time = now
-        state.withLock { state in
-            state.steps.append(
-                Step(
-                    number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: time,
-                    ranInPlace: true))
+        return state.withLock { state in
+            let step = Step(
+                number: state.steps.count + 1, actor: cell.address, isSwiftJob: cell.isJobLane, time: time,
+                ranInPlace: ranInPlace)
+            state.steps.append(step)
+            return step
         }
     }
 

@@ -162,11 +162,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
             let placement = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Placement in
                 guard worker.isShared && worker.belongs(to: self) else { return .elsewhere }
                 // The asking thread takes the turn itself (Worker+HandOff.swift).
-                if _slowPath(worker.handOffTarget == word) {
-                    worker.handOffTarget = 0
-                    worker.handOffCaptured = word
-                    return .handedOff
-                }
+                if worker.captureHandOff(word) { return .handedOff }
                 return worker.placeInSlot(word: word) ? .slotDisplacing : .slot
             }
             switch placement {
@@ -205,12 +201,7 @@ final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; 
     private func captureForManualHandOff(_ entry: Unmanaged<AnyCell>) -> Bool {
         let word = UInt(bitPattern: entry.toOpaque())
         // Safety: `sharedWorkers` holds the manual system's one worker for the scheduler's life.
-        return sharedWorkers[0]._withUnsafeGuaranteedRef { worker in
-            guard worker.handOffTarget == word else { return false }
-            worker.handOffTarget = 0
-            worker.handOffCaptured = word
-            return true
-        }
+        return sharedWorkers[0]._withUnsafeGuaranteedRef { $0.captureHandOff(word) }
     }
 
     /// Where `schedule` put a cell, on a worker thread.

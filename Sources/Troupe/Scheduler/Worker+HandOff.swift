@@ -43,12 +43,7 @@ enum HandOff {
         // Safety: the current-worker slot names this thread's own worker, which outlives the call (its
         // thread clears the slot before it ends).
         let armed = Unmanaged<Worker>.fromOpaque(raw)._withUnsafeGuaranteedRef { worker -> Bool in
-            guard worker.handsOff, worker.handOffDepth < maximumDepth,
-                worker.belongs(to: target.system.scheduler)
-            else { return false }
-            // Safety: identity only: `Scheduler.schedule` compares this address, never dereferences it.
-            worker.handOffTarget = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
-            return true
+            worker.belongs(to: target.system.scheduler) && worker.armHandOff(for: target)
         }
         return armed ? raw : nil
     }
@@ -62,13 +57,7 @@ enum HandOff {
         // Safety: the scheduler holds its one worker for its whole life, and the system (held by the
         // target) holds the scheduler; only the driving thread touches the worker's hand-off fields.
         let worker = target.system.scheduler.sharedWorkers[0]
-        let armed = worker._withUnsafeGuaranteedRef { worker -> Bool in
-            guard worker.handsOff, worker.handOffDepth < maximumDepth else { return false }
-            // Safety: identity only: `Scheduler.schedule` compares this address, never dereferences it.
-            worker.handOffTarget = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
-            return true
-        }
-        return armed ? worker.toOpaque() : nil
+        return worker._withUnsafeGuaranteedRef { $0.armHandOff(for: target) } ? worker.toOpaque() : nil
     }
 
     /// After the send: disarms the capture and, when the send won `target`'s scheduling right,
@@ -89,6 +78,28 @@ extension Scheduler {
 }
 
 extension Worker {
+    /// Arms the capture of `target`'s scheduling right for a turn in place on this worker's
+    /// thread (or, for a manual system's worker, its driving thread); false when this worker
+    /// hands off no more (``ActorSystem/Configuration/directHandOff`` off, or turns in place
+    /// already ``HandOff/maximumDepth`` deep).
+    @inline(__always)
+    func armHandOff(for target: AnyCell) -> Bool {
+        guard handsOff, handOffDepth < HandOff.maximumDepth else { return false }
+        // Safety: identity only: `Scheduler.schedule` compares this address, never dereferences it.
+        handOffTarget = UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque())
+        return true
+    }
+
+    /// Whether the cell being scheduled, an entry's `word`, is the armed hand-off's target; if
+    /// so, keeps the entry (and with it the scheduling right) for the turn in place.
+    @inline(__always)
+    func captureHandOff(_ word: UInt) -> Bool {
+        guard _slowPath(handOffTarget == word) else { return false }
+        handOffTarget = 0
+        handOffCaptured = word
+        return true
+    }
+
     /// Disarms the hand-off and runs the captured cell's turn, if a send captured one. Own
     /// thread. The target's sender holds the cell (through its ref) for the whole call.
     fileprivate func runCapturedTurn() {
