@@ -141,6 +141,9 @@ enum BenchSystem {
     /// current, then with one carried by every message.
     static let troupeTracingNoContext = "Troupe (tracing on, no context)"
     static let troupeTracingCarried = "Troupe (tracing on, context carried)"
+    /// PingPong with Pong spawned by Ping (`context.spawn`): a family, the parent's ref in every
+    /// ping (the plain row's actors are both spawned by the system).
+    static let troupeChildPartner = "Troupe (Pong a child of Ping)"
     /// Two native actors on executors of their own threads: an awaited call is a real hand-over.
     static let swiftNativeTwoExecutors = "Swift native (2 executors)"
     /// Native actors on Troupe serial executors (issue 14): on one executor shared by the
@@ -163,7 +166,7 @@ enum BenchSystem {
             swiftNative, swiftNativeTwoExecutors, "Swift native (AsyncStream)", "Swift native (async let)", dispatch,
             nativeOnTroupeOneExecutor, nativeOnTroupeTwoExecutors, nativeOnTroupeExecutors,
             troupe, troupeIntrospectionOff, troupeEveryMessageTimed, troupeTracingNoContext, troupeTracingCarried,
-            "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)",
+            troupeChildPartner, "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)",
             "Troupe (ask from a task on its executor)", "Troupe (askBlocking)", "Troupe (actor ask, target busy)",
             "Troupe (actor ask, hand-off off)", "Troupe (ask from a task on its executor, target busy)",
             "Troupe (ask from a task on its executor, hand-off off)",

@@ -15,6 +15,8 @@
 //   2-executor row above).
 // - Swift native on Troupe (1 executor): both actors on one TroupeSerialExecutor: Swift makes
 //   the call without a hop, as on its default executor (compare with Swift native).
+// - Troupe (Pong a child of Ping): the same, with Pong spawned by Ping (`context.spawn`), so
+//   the ref in every ping is a parent's.
 // - Dispatch: ping queue `async`s to the pong queue, which `async`s back.
 
 import Dispatch
@@ -50,6 +52,31 @@ private struct Ping: ActorDefinition {
                 done.complete(count)
             } else {
                 pong.tell(.ping(replyTo: context.ref))
+            }
+        }
+    }
+}
+
+/// Ping for the family row: spawns its Pong as a child on `.start`.
+private struct ParentPing: ActorDefinition {
+    typealias Message = Ping.Message
+    let roundTrips: Int
+    let done: Completion<Int>
+    var pong: ActorRef<Pong.Message>?
+    var completed = 0
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .start:
+            let child = context.spawn(Pong())
+            pong = child
+            child.tell(.ping(replyTo: context.ref))
+        case .pong(let count):
+            completed += 1
+            if completed == roundTrips {
+                done.complete(count)
+            } else {
+                pong?.tell(.ping(replyTo: context.ref))
             }
         }
     }
@@ -214,6 +241,19 @@ func pingPongRows(_ config: BenchConfig) -> [Measurement] {
                     window, units: n, note: "Ping ⇄ Pong, tell both ways; \(systemNote)")
             }
         }
+    }
+
+    rows.measure(BenchSystem.troupeChildPartner, family: .troupe) { n, row in
+        let done = Completion<Int>()
+        let ping = troupe.system.spawn(ParentPing(roundTrips: n, done: done))
+        let stopwatch = Stopwatch()
+        ping.tell(.start)
+        let last = done.wait("PingPong / \(BenchSystem.troupeChildPartner)")
+        let window = stopwatch.stop()
+        row.expect(last, n, "round trips seen by Pong")
+        ping.stop()  // stops its child too
+        return row.measurement(
+            window, units: n, note: "Ping ⇄ Pong, tell both ways; Pong spawned by Ping; \(troupe.workersNote)")
     }
 
     return rows.measured

@@ -35,6 +35,7 @@ extension ActorCell {
             for child in extras.children.values { child.requestStop(.parentStopped) }
             extras.children.removeAll()
             extras.parent?.sendSystem(.childStopped(self))
+            extras.parent = nil  // breaks the cycle with the parent's `children` (see CellExtras)
             for (_, watch) in extras.watching { system.removeWatcher(self, from: watch.target) }
             extras.watching.removeAll()
             if let retry = extras.retry {

@@ -5,7 +5,13 @@ internal import CTroupe
 /// except `stopReason`, which is written before the cell leaves the live-actor list and read by
 /// watchers only after that (under the system's `liveActors` lock).
 final class CellExtras {
-    weak var parent: AnyCell?
+    /// Held strongly while the child lives: a weak reference would give every parent cell a
+    /// side table, and each retain or release of a parent (its ref travels in messages) would
+    /// then take the runtime's slow path (20–35 % of a parent–child ping-pong). The cycle with
+    /// the parent's `children` is broken when the child stops (`stopNow`), and at once for a
+    /// child spawned during shutdown (`ActorSystem.start`); every live actor stops before its
+    /// system finishes shutting down.
+    var parent: AnyCell?
     var children: [ObjectIdentifier: AnyCell] = [:]
     var failureCount = 0
     /// Why the actor stopped, when it was not a plain stop.

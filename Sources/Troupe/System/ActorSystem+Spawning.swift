@@ -88,7 +88,13 @@ extension ActorSystem {
             parent.extrasCreatingIfNeeded.children[ObjectIdentifier(cell)] = cell
         }
         guard register(cell) else {
-            // Shutting down: the actor never runs; everything sent to it is dead-lettered.
+            // Shutting down: the actor never runs; everything sent to it is dead-lettered. It
+            // leaves its parent's family at once (no `childStopped` will come for it), which
+            // also breaks the strong parent link's cycle.
+            if let parent {
+                cell.extras?.parent = nil
+                parent.extras?.children[ObjectIdentifier(cell)] = nil
+            }
             cell.stopBeforeStarting()
             if let dedicated = config?.dedicated { scheduler.retireDedicated(dedicated) }
             logger.warning(
