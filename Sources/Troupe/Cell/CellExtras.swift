@@ -7,7 +7,8 @@ internal import CTroupe
 final class CellExtras {
     /// Held strongly while the child lives: a weak reference would give every parent cell a
     /// side table, and each retain or release of a parent (its ref travels in messages) would
-    /// then take the runtime's slow path (20–35 % of a parent–child ping-pong). The cycle with
+    /// then take the runtime's slow path (a parent–child PingPong round trip: 1,423 instructions
+    /// and 18 locked operations with the weak link, 1,293 and 14 with this one). The cycle with
     /// the parent's `children` is broken when the child stops (`stopNow`), and at once for a
     /// child spawned during shutdown (`ActorSystem.start`); every live actor stops before its
     /// system finishes shutting down.
