@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "TroupePersistence", targets: ["TroupePersistence"]),
         .library(name: "TroupePersistenceSQLite", targets: ["TroupePersistenceSQLite"]),
         .library(name: "TroupePersistencePostgres", targets: ["TroupePersistencePostgres"]),
+        .library(name: "TroupeVirtualActors", targets: ["TroupeVirtualActors"]),
         // One cluster node with an echo actor that prints membership events: for trying a
         // cluster by hand, and for the multi-process tests and benchmarks.
         .executable(name: "troupe-cluster-node", targets: ["troupe-cluster-node"]),
@@ -218,6 +219,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TroupePersistenceTests"
+        ),
+        // Virtual actors: entities addressed by identity, activated on first message, passivated.
+        .target(
+            name: "TroupeVirtualActors", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeVirtualActors"),
+        .testTarget(
+            name: "TroupeVirtualActorsTests",
+            dependencies: ["TroupeVirtualActors", "Troupe", "TroupeTestSupport"],
+            path: "Tests/TroupeVirtualActorsTests"
         ),
         .target(
             name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks", "TroupePersistence"],

@@ -49,6 +49,7 @@ let package = Package(
                 .product(name: "TroupeClusterTLS", package: "Troupe", condition: .when(traits: ["TLS"])),
                 .product(name: "TroupePersistence", package: "Troupe"),
                 .product(name: "TroupePersistenceSQLite", package: "Troupe"),
+                .product(name: "TroupeVirtualActors", package: "Troupe"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(
                     name: "TroupePersistencePostgres", package: "Troupe", condition: .when(traits: ["PostgreSQL"])),

@@ -12,7 +12,8 @@ out=.build/docs
 modules=("$@")
 if [ ${#modules[@]} -eq 0 ]; then
     modules=(Troupe TroupePromises TroupePubSub TroupeSupervision TroupeMetrics TroupeServiceLifecycle TroupeTracing
-        TroupeTesting TroupeCluster TroupeClusterTLS TroupePersistence TroupePersistenceSQLite TroupePersistencePostgres)
+        TroupeTesting TroupeCluster TroupeClusterTLS TroupePersistence TroupePersistenceSQLite TroupePersistencePostgres
+        TroupeVirtualActors)
 fi
 rm -rf "$out" && mkdir -p "$out"
 targets=()

@@ -13,9 +13,9 @@ struct TroupeBench: ParsableCommand {
 
             Workloads: \(Workload.allCases.map(\.rawValue).joined(separator: ", ")).
             TroupeCluster's rows: troupe-bench cluster --help. Durable actors on SQLite: \
-            troupe-bench persistence --help.
+            troupe-bench persistence --help. Virtual actors on one node: troupe-bench entities --help.
             """,
-        subcommands: [ClusterBench.self, PersistenceBench.self])
+        subcommands: [ClusterBench.self, PersistenceBench.self, EntitiesBench.self])
 
     @Flag(help: "Every workload at a small size: verifies every result, finishes in seconds.")
     var quick = false

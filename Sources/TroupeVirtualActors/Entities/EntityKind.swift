@@ -1,0 +1,45 @@
+import Troupe
+
+/// A kind of virtual actor: its name, how an activation is made from an identity, and when
+/// activations are passivated. Register it with ``EntityRegion/init(system:kind:)``.
+///
+/// ```swift
+/// let carts = try EntityRegion(system: system, kind: EntityKind("cart", idleTimeout: .seconds(120)) { id in
+///     Cart(owner: id.key)
+/// })
+/// carts.entity("user-42").tell(.add("apples"))
+/// ```
+public struct EntityKind<Actor: SpawnableActor>: Sendable {
+    /// The kind's name: unique within a system, part of every ``EntityID`` of the kind.
+    public let name: String
+    /// How long an activation may go without a message through an ``EntityRef`` before it is
+    /// passivated (stopped after the messages it already has; the next message activates it
+    /// again). `nil`: never for idleness. Default 120 s.
+    public var idleTimeout: Duration?
+    /// At most this many activations of the kind at once on this node: an activation beyond it
+    /// passivates the least recently used tenth of the limit (approximately: recency is known
+    /// to the sweep's interval). `nil`: no limit. Default `nil`.
+    public var activeLimit: Int?
+    /// Options for each activation's spawn (every activation of the kind gets the same; a
+    /// `name` here names them all). ``EntityRef``'s description gives the identity.
+    public var options: SpawnOptions
+    /// Makes the actor for an identity, on every activation (a restart by the activation's
+    /// failure decider calls it again too).
+    public let factory: @Sendable (EntityID) -> Actor
+
+    /// - Precondition: `name` is not empty, `idleTimeout` is positive and `activeLimit` is at
+    ///   least 1.
+    public init(
+        _ name: String, idleTimeout: Duration? = .seconds(120), activeLimit: Int? = nil,
+        options: SpawnOptions = .default, factory: @escaping @Sendable (EntityID) -> Actor
+    ) {
+        precondition(!name.isEmpty, "EntityKind: a kind needs a name")
+        if let idleTimeout { precondition(idleTimeout > .zero, "EntityKind \(name): idleTimeout must be positive") }
+        if let activeLimit { precondition(activeLimit >= 1, "EntityKind \(name): activeLimit must be at least 1") }
+        self.name = name
+        self.idleTimeout = idleTimeout
+        self.activeLimit = activeLimit
+        self.options = options
+        self.factory = factory
+    }
+}
