@@ -128,7 +128,8 @@ import TroupeVirtualActors
             #expect(statistics.activations == 25)
             #expect((9...10).contains(statistics.active), "evicted down to nine tenths of the limit, not further")
             #expect(statistics.limitPassivations == 25 - statistics.active)
-            // Nothing was swept, so recency is the order of activation: the oldest went first.
+            // One ask each, in turn: recency is the order of activation, also when the region's
+            // sweeper (every second for a limit) runs meanwhile, so the oldest went first.
             let stopped = Set(log.stopped.values)
             #expect(stopped == Set((0..<(25 - statistics.active)).map { "e\($0)" }))
             #expect(system.deadLetters.total == 0)

@@ -18,6 +18,8 @@ import Synchronization
 ///   every message sent through the gate is in its mailbox before that stop, so it is handled.
 /// - The directory ``open()``s the gate again (under its lock) only after it has stored the next
 ///   activation and delivered what the slow path buffered meanwhile.
+///
+/// Model-checked with spin: `Sources/TroupeVirtualActors/Models/entity-gate.pml`.
 @usableFromInline
 struct EntityGate: ~Copyable {
     @usableFromInline static var closed: UInt64 { 1 }

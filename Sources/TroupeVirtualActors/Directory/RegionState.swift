@@ -79,7 +79,10 @@ struct RegionState {
 
     private func open<Message: Sendable>(_ slot: EntitySlot<Message>) {
         slot.phase = .active
-        slot.lastCompleted = slot.gate.activity().completed
+        // One behind, so the first sweep counts the activation itself as activity: else a sweep
+        // between the gate's opening and the first send would count a brand-new activation
+        // idle, and pick it before older ones for the active limit (seen under TSan).
+        slot.lastCompleted = slot.gate.activity().completed &- 1
         slot.gate.open()
     }
 
