@@ -40,7 +40,8 @@ import TroupeVirtualActors
             #expect(try await cart.ask { .total($0) } == 5)
             await waitUntil("passivated for idleness") { region.statistics.idlePassivations == 1 }
             await waitUntil("its stop hook ran") { log.stopped.values == ["c"] }
-            #expect(region.statistics.active == 0)
+            // The region hears of the stop after the hook (its termination callback).
+            await waitUntil("the region saw it stop") { region.statistics.active == 0 }
             // Not durable: the next activation starts from its factory.
             #expect(try await cart.ask { .total($0) } == 0)
             #expect(log.started.values == ["c", "c"])
@@ -161,7 +162,7 @@ import TroupeVirtualActors
             cart.tell(.add(3))
             cart.tell(.stopYourself)
             await waitUntil("the stop was seen") { region.statistics.unplannedStops == 1 }
-            #expect(region.statistics.active == 0)
+            await waitUntil("and its activation counted gone") { region.statistics.active == 0 }
             #expect(try await cart.ask { .total($0) } == 0)
             #expect(region.statistics.activations == 2)
         }
