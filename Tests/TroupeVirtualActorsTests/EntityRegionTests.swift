@@ -183,15 +183,15 @@ import TroupeVirtualActors
     @Test func theFactoryMayUseTheRegion() async throws {
         try await withTestSystem { system in
             let log = TallyLog()
-            let regionBox = Box<EntityRegion<Tally.Message>>()
+            let regionBox = WeakRegion()  // weakly: a strong capture would keep region and system for ever
             let seen = Recorder<Int>()
             let region = try EntityRegion(
                 system: system,
                 kind: EntityKind("reentrant", idleTimeout: nil) { id in
-                    seen.append(regionBox.value?.statistics.activations ?? -1)
+                    seen.append(regionBox.region?.statistics.activations ?? -1)
                     return Tally(id: id, log: log)
                 })
-            regionBox.set(region)
+            regionBox.region = region
             #expect(try await region.entity("a").ask { .total($0) } == 0)
             region.entity("b").tell(.add(1))
             #expect(try await region.entity("b").ask { .total($0) } == 1)

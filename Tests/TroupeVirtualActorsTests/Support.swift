@@ -89,3 +89,15 @@ func tallies(
         system: system,
         kind: EntityKind(name, idleTimeout: idleTimeout, activeLimit: activeLimit) { id in Tally(id: id, log: log) })
 }
+
+/// A region held weakly, for a factory that uses its own region: a strong capture is a cycle
+/// (region → factory → region) that keeps the region, and its system, alive for ever.
+final class WeakRegion: Sendable {
+    private struct Reference { weak var region: EntityRegion<Tally.Message>? }
+    private let storage = TestLock(Reference())
+
+    var region: EntityRegion<Tally.Message>? {
+        get { storage.withLock { $0.region } }
+        set { storage.withLock { $0.region = newValue } }
+    }
+}

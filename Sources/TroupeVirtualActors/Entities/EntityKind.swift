@@ -24,7 +24,9 @@ public struct EntityKind<Actor: SpawnableActor>: Sendable {
     /// `name` here names them all). ``EntityRef``'s description gives the identity.
     public var options: SpawnOptions
     /// Makes the actor for an identity, on every activation (a restart by the activation's
-    /// failure decider calls it again too).
+    /// failure decider calls it again too). Runs outside the region's lock, so it may use the
+    /// region; capture the region weakly then: a strong capture is a cycle (region → factory →
+    /// region) that keeps the region, and its system, alive after shutdown.
     public let factory: @Sendable (EntityID) -> Actor
 
     /// - Precondition: `name` is not empty, `idleTimeout` is positive and `activeLimit` is at
