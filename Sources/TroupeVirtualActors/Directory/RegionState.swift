@@ -90,18 +90,16 @@ struct RegionState {
     /// buffer empty, flushing → active (gate opened), or on to what follows a termination.
     mutating func flushStep<Message: Sendable>(
         _ slot: EntitySlot<Message>, region: EntityRegion<Message>
-    )
-        -> ([EntitySlot<Message>.Pending], ActorRef<Message>?, [RegionAction<Message>])
-    {
+    ) -> FlushStep<Message> {
         assert(slot.phase == .flushing && slot.activation != nil)
         if !slot.buffer.isEmpty {
             let batch = slot.buffer
             slot.buffer = []
-            return (batch, slot.activation, [])
+            return .deliver(batch, slot.activation.unsafelyUnwrapped)
         }
-        if slot.terminated { return ([], nil, afterTermination(slot, region: region)) }
+        if slot.terminated { return .done(afterTermination(slot, region: region)) }
         open(slot)
-        return ([], nil, [])
+        return .done([])
     }
 
     /// active → draining; straight on when nobody was inside the gate.

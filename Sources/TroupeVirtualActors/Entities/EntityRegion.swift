@@ -229,23 +229,19 @@ public final class EntityRegion<Message: Sendable>: Sendable {
     func flush(_ slot: EntitySlot<Message>) {
         var waiters: [CheckedContinuation<Void, Never>] = []
         while true {
-            let (batch, ref, actions) = state.withLock {
-                state -> ([EntitySlot<Message>.Pending], ActorRef<Message>?, [RegionAction<Message>]) in
-                state.flushStep(slot, region: self)
-            }
-            if let ref {
+            switch state.withLock({ state in state.flushStep(slot, region: self) }) {
+            case .deliver(let batch, let ref):
                 for pending in batch {
                     switch pending {
                     case .message(let message): ref.tell(message)
                     case .waiter(let waiter): waiters.append(waiter)
                     }
                 }
-                continue
+            case .done(let actions):
+                perform(actions)
+                for waiter in waiters { waiter.resume() }
+                return
             }
-            for pending in batch { if case .waiter(let waiter) = pending { waiters.append(waiter) } }
-            perform(actions)
-            for waiter in waiters { waiter.resume() }
-            return
         }
     }
 
@@ -263,6 +259,15 @@ enum SlowStep<Message: Sendable> {
     case activating([RegionAction<Message>])
     /// The message waits for the next activation.
     case buffered
+}
+
+/// One step of a flush, decided under the lock.
+enum FlushStep<Message: Sendable> {
+    /// Deliver these buffered items to the new activation, then take the next step.
+    case deliver([EntitySlot<Message>.Pending], ActorRef<Message>)
+    /// The buffer is empty: the gate is open, or (the activation having stopped) these actions
+    /// go on from its termination.
+    case done([RegionAction<Message>])
 }
 
 /// What the region's state machine asks the region to do once its lock is released.
