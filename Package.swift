@@ -227,7 +227,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TroupeVirtualActorsTests",
-            dependencies: ["TroupeVirtualActors", "Troupe", "TroupeTestSupport"],
+            dependencies: [
+                "TroupeVirtualActors", "Troupe", "TroupeTestSupport", "TroupePersistence", "TroupePersistenceSQLite",
+            ],
             path: "Tests/TroupeVirtualActorsTests"
         ),
         .target(

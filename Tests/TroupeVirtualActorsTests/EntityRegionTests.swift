@@ -178,6 +178,48 @@ import TroupeVirtualActors
         }
     }
 
+    /// An ask sent right behind a failing message reaches the stopped activation (or its closed
+    /// mailbox) before the region knows of the stop: it is not handled there, so it goes to the
+    /// next activation instead of failing.
+    @Test func anAskRightBehindAFailureGoesToTheNextActivation() async throws {
+        try await withTestSystem { system in
+            let region = try tallies(system, log: TallyLog())
+            let cart = region.entity("g")
+            for round in 1...20 {
+                cart.tell(.add(2))
+                cart.tell(.fail)
+                #expect(try await cart.ask { .total($0) } == 0)
+                #expect(region.statistics.activations == round + 1)
+            }
+        }
+    }
+
+    /// A kind whose options set a failure decider is spawned with its factory, so a decided
+    /// restart replaces the instance in place: same activation, fresh state, nothing activated
+    /// again. (Without a decider an activation has no factory; the test above shows it stopped.)
+    @Test func aKindWithAFailureDeciderRestartsInPlace() async throws {
+        try await withTestSystem { system in
+            let log = TallyLog()
+            let made = Recorder<String>()
+            let region = try EntityRegion(
+                system: system,
+                kind: EntityKind(
+                    "restarting", idleTimeout: nil, options: SpawnOptions(failureDecider: { _ in .restart() })
+                ) { id in
+                    made.append(id.key)
+                    return Tally(id: id, log: log)
+                })
+            let cart = region.entity("r")
+            cart.tell(.add(5))
+            #expect(try await cart.ask { .total($0) } == 5)
+            cart.tell(.fail)
+            #expect(try await cart.ask { .total($0) } == 0)  // the fresh instance's sum
+            #expect(made.values == ["r", "r"])
+            #expect(region.statistics.activations == 1)
+            #expect(region.statistics.unplannedStops == 0)
+        }
+    }
+
     /// The factory is user code: it runs outside the directory's lock, so it may use the region
     /// (here, its statistics, which take that lock; under the lock this test would hang).
     @Test func theFactoryMayUseTheRegion() async throws {

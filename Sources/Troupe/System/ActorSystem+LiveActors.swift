@@ -21,7 +21,7 @@ extension ActorSystem {
         LiveActors.releaseRemoved(cell)  // the caller's reference keeps the cell alive here
         if let watchers {
             let notice = Terminated(actor: cell.address, reason: reason)
-            for watcher in watchers { Self.tell(watcher, notice, about: cell) }
+            watchers.forEach { Self.tell($0, notice, about: cell) }
         }
         if remaining == 0 { everyoneStopped.notify(all: true) }
     }

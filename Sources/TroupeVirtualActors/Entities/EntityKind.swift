@@ -22,11 +22,18 @@ public struct EntityKind<Actor: SpawnableActor>: Sendable {
     public var activeLimit: Int?
     /// Options for each activation's spawn (every activation of the kind gets the same; a
     /// `name` here names them all). ``EntityRef``'s description gives the identity.
+    ///
+    /// An activation restarts in place after a failure only when these options set a
+    /// `failureDecider` (its activations are then spawned with the factory, which costs each one
+    /// about 220 bytes more). Otherwise a failed activation is stopped, or resumed if the
+    /// system's decider says so, and the next message activates a fresh instance: a restart
+    /// asked for by the system's decider becomes a stop, with the core's error log saying the
+    /// actor has no factory.
     public var options: SpawnOptions
-    /// Makes the actor for an identity, on every activation (a restart by the activation's
-    /// failure decider calls it again too). Runs outside the region's lock, so it may use the
-    /// region; capture the region weakly then: a strong capture is a cycle (region → factory →
-    /// region) that keeps the region, and its system, alive after shutdown.
+    /// Makes the actor for an identity, on every activation (and on a restart in place, see
+    /// ``options``). Runs outside the region's lock, so it may use the region; capture the
+    /// region weakly then: a strong capture is a cycle (region → factory → region) that keeps
+    /// the region, and its system, alive after shutdown.
     public let factory: @Sendable (EntityID) -> Actor
 
     /// - Precondition: `name` is not empty, `idleTimeout` is positive and `activeLimit` is at

@@ -40,6 +40,12 @@ public struct EntityRef<Message: Sendable>: Sendable, Hashable, CustomStringConv
     /// `AskError.undeliverable(.systemShutdown)` when the entity must be activated while its
     /// system shuts down. The time limit starts when the request reaches an activation; the
     /// wait for one is bounded by the previous activation's last handler.
+    ///
+    /// A request that reaches an activation as it stops on its own (its failure, or
+    /// `context.stop()`), and so is never handled, goes to the next activation: the ask waits
+    /// for the region to see the stop and asks again, up to ``stoppedActivationRetries`` times
+    /// (an entity that stops before every request then fails the ask with
+    /// `AskError.recipientStopped`). A tell in that moment is a dead letter, counted as such.
     @inlinable
     nonisolated(nonsending)
         public func ask<Value: Sendable>(
@@ -47,17 +53,37 @@ public struct EntityRef<Message: Sendable>: Sendable, Hashable, CustomStringConv
         ) async throws(AskError) -> Value
     {
         var slot = slot
+        var retries = 0
         while true {
             if slot.gate.enter() {
                 // The gate stays entered until the answer, so a passivation waits for it.
                 let current = slot
-                defer { region.leave(current, sent: true) }
-                return try await current.askActivation(timeout: timeout, request)
+                let result: Result<Value, AskError>
+                do throws(AskError) {
+                    result = .success(try await current.askActivation(timeout: timeout, request))
+                } catch {
+                    result = .failure(error)
+                }
+                if case .failure(.recipientStopped) = result, retries < Self.stoppedActivationRetries {
+                    retries += 1
+                    let stopped = current.activationStorage.pointee  // read inside the gate
+                    region.leave(current, sent: true)
+                    // The region watches every activation from its spawn, so it is normally told
+                    // of the stop (and closes the gate) before this later watch; if not, the next
+                    // attempt finds the same stopped activation and waits again.
+                    _ = await stopped.terminated()
+                    continue
+                }
+                region.leave(current, sent: true)
+                return try result.get()
             }
             region.leave(slot, sent: false)
             slot = try await region.awaitActivation(slot)
         }
     }
+
+    /// How many times one ask goes to the next activation after finding its activation stopped.
+    public static var stoppedActivationRetries: Int { 3 }
 
     public var description: String { "EntityRef<\(Message.self)>(\(id))" }
 

@@ -99,6 +99,31 @@ import TroupeTestSupport
         }
     }
 
+    /// A target keeps one watcher inline and several in a list: an unwatch from either form
+    /// removes only that watcher's watch.
+    @Test func anUnwatchLeavesTheTargetsOtherWatchersInPlace() async throws {
+        try await withTestSystem { system in
+            let stays = Recorder<String>()
+            let leaves = Recorder<String>()
+            let calls = AtomicCounter()
+            let target = system.spawn(Fragile())
+            let staying = system.spawn(Watcher(notices: stays))
+            let leaving = system.spawn(Watcher(notices: leaves))
+            _ = try await leaving.ask { Watcher.Message.watch(target, $0) }
+            _ = try await leaving.ask { Watcher.Message.unwatch(target, $0) }  // the only watcher
+            _ = try await leaving.ask { Watcher.Message.watch(target, $0) }
+            _ = try await staying.ask { Watcher.Message.watch(target, $0) }
+            target.whenTerminated { _ in calls.increment() }
+            _ = try await leaving.ask { Watcher.Message.unwatch(target, $0) }  // one of three
+            target.stop()
+            _ = await target.terminated()
+            await waitUntil("the staying watcher's notice") { stays.count == 1 }
+            _ = try await leaving.ask { Watcher.Message.ping($0) }
+            #expect(leaves.count == 0)
+            #expect(calls.value == 1)
+        }
+    }
+
     @Test func childrenStopWithTheReasonParentStopped() async throws {
         try await withTestSystem { system in
             let parent = system.spawn(Nursery())
