@@ -197,16 +197,20 @@ final class MetricSeries: Sendable {
         gauge(TroupeMetrics.Name.busyWorkers).record(system.busyWorkerCount)
         gauge(TroupeMetrics.Name.stuckHandlers).record(system.stuckHandlerCount)
         let office = system.deadLetters
-        let increments: [(DeadLetterReason.Kind, Int)] = reportedDeadLetters.withLock { reported in
-            DeadLetterReason.Kind.allCases.compactMap { kind in
+        // The counters are incremented under the same lock as the counts are taken: a poll that
+        // took the counts and had not yet reported them let a concurrent poll (the periodic
+        // task's and a caller's) see nothing new, and report a series that did not exist yet as
+        // missing (TroupeMetricsTests, CI's ASan stage, 2026-11-27). Lock order: this one, then
+        // the counters' cache.
+        reportedDeadLetters.withLock { reported in
+            for kind in DeadLetterReason.Kind.allCases {
                 let now = office.count(kind)
                 let delta = now - reported[kind, default: 0]
                 reported[kind] = now
-                return delta > 0 ? (kind, delta) : nil
+                if delta > 0 {
+                    counter(TroupeMetrics.Name.deadLetters, extra: ("reason", "\(kind)")).increment(by: delta)
+                }
             }
-        }
-        for (kind, delta) in increments {
-            counter(TroupeMetrics.Name.deadLetters, extra: ("reason", "\(kind)")).increment(by: delta)
         }
         let snapshot = system.snapshot()
         report(snapshot.sections)

@@ -1,3 +1,4 @@
+import Foundation
 import Metrics
 import MetricsTestKit
 import Testing
@@ -89,6 +90,41 @@ import TroupeTestSupport
             reporter.poll(system)
             #expect(
                 try metrics.expectGauge(TroupeMetrics.Name.mailboxDepth, dims + [("actor", "queue")]).lastValue == 0)
+            reporter.stop()
+        }
+    }
+
+    /// A poll reports every dead letter counted before it began, even while another poll runs
+    /// beside it (the periodic task's; here a thread polling in a loop): each poll takes the
+    /// counts and reports them under one lock. Before, a rival poll could have taken the new
+    /// counts and not yet reported them when this one returned (the ASan stage saw the series
+    /// missing once, 2026-11-27).
+    @Test func aPollBesideAnotherReportsEverythingCountedBeforeIt() async throws {
+        let metrics = TestMetrics()
+        try await withTestSystem(name: "racing") { system in
+            let reporter = TroupeMetrics(system: system, pollInterval: .seconds(3600), factory: metrics)
+            let stopped = system.spawn(Worker())
+            stopped.stop()
+            _ = await stopped.terminated()
+            let (finish, finished) = (AtomicCounter(), AtomicCounter())
+            // A thread, not a task: a loop that never suspends would hold one of the two threads
+            // of Swift's cooperative pool, which the other suites share.
+            Thread {
+                while finish.value == 0 { reporter.poll(system) }
+                finished.increment()
+            }.start()
+            let dims = [("system", "racing"), ("reason", "recipientStopped")]
+            var shortfalls = 0
+            for _ in 0..<2_000 {
+                stopped.tell(.work)
+                let counted = system.deadLetters.count(.recipientStopped)
+                reporter.poll(system)
+                let reported = (try? metrics.expectCounter(TroupeMetrics.Name.deadLetters, dims).totalValue) ?? 0
+                if reported < Int64(counted) { shortfalls += 1 }
+            }
+            finish.increment()
+            await waitUntil("the rival poller stopped") { finished.value == 1 }
+            #expect(shortfalls == 0, "polls that returned before the dead letters counted before them were reported")
             reporter.stop()
         }
     }
