@@ -8,7 +8,8 @@ internal import TroupeLocks
 /// outlives the machine and is shared by every node that connects.
 ///
 /// A `Journal`'s batch of appends is one statement (`INSERT … SELECT FROM unnest(…)`, arrays
-/// bound as parameters), so one round trip and one commit. A statement-level trigger refuses,
+/// bound as parameters) in a transaction of its own, so one commit, answered once the `COMMIT`
+/// has completed. A statement-level trigger refuses,
 /// inside that insert, an event whose writer epoch is not the identity's current one and an event
 /// that does not follow its predecessor; the primary key `(persistence_id, sequence_nr)` refuses a
 /// duplicate. Claims and appends serialize through advisory locks on stripes of the identities.
@@ -237,7 +238,7 @@ public final class PostgresStore: PersistenceStore, EventsByTagQuery {
 
     // MARK: Writing
 
-    /// A batch of appends only (the usual one) is one INSERT, its own transaction; if it is
+    /// A batch of appends only (the usual one) is one INSERT in a transaction of its own; if it is
     /// refused, each append is retried alone to find which one was. A batch that mixes kinds
     /// of operation runs in one transaction, each refused append rolled back to a savepoint.
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
@@ -342,13 +343,32 @@ public final class PostgresStore: PersistenceStore, EventsByTagQuery {
     }
 
     /// Runs `body`; inside a transaction, behind a savepoint so that a refused statement does
-    /// not abort the whole transaction.
+    /// not abort the whole transaction; outside one, in a transaction of its own.
+    ///
+    /// Never a statement on its own: postgres-nio ends a query at the server's CommandComplete,
+    /// but a statement outside a transaction block commits only when the server then takes the
+    /// protocol's Sync. A connection lost between the two rolled the insert back after the store
+    /// had answered `.written` (the connection-loss test, CI rehearsal of 2026-11-27: one
+    /// acknowledged batch of 13 actors' events missing). An explicit COMMIT completes only once
+    /// the commit is done.
     private func guarded(
         on connection: PostgresConnection, inTransaction: Bool, _ body: () async throws -> Void
     )
         async throws
     {
-        guard inTransaction else { return try await body() }
+        guard inTransaction else {
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                try await body()
+            } catch {
+                // The statement's error is the one to report; on a lost connection the rollback
+                // fails too, and the server has rolled back anyway.
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+            try await connection.query("COMMIT", logger: logger)
+            return
+        }
         try await connection.query("SAVEPOINT troupe_append", logger: logger)
         do {
             try await body()

@@ -28,6 +28,56 @@
             }
         }
 
+        /// An append is acknowledged only once it is committed. A deferred constraint trigger
+        /// (run at the commit, not with the statement) sleeps for one identity's events, and the
+        /// store's connections are terminated during that sleep: the INSERT has completed and its
+        /// commit has not. Before the fix, a batch of appends was one statement outside a
+        /// transaction, and postgres-nio ends a query at its CommandComplete, before the commit at
+        /// the protocol's Sync: the store answered `.written` for events that were rolled back
+        /// (what the connection-loss test above saw once in a CI rehearsal, 2026-11-27).
+        @Test func anAppendCutBetweenItsStatementAndItsCommitIsNotAcknowledged() async throws {
+            let server = try #require(PostgresTestServer.configured)
+            let database = try await server.createDatabase()
+            let store = try await PostgresStore.connect(server.configuration(database: database))
+            let onTheTestDatabase = PostgresTestServer(
+                host: server.host, port: server.port, user: server.user, password: server.password, database: database)
+            try await onTheTestDatabase.administer(
+                "CREATE FUNCTION troupe_test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS "
+                    + "'BEGIN PERFORM pg_sleep(3); RETURN NULL; END'")
+            try await onTheTestDatabase.administer(
+                "CREATE CONSTRAINT TRIGGER troupe_test_slow_commit AFTER INSERT ON troupe_events "
+                    + "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.persistence_id = 'slow-commit') "
+                    + "EXECUTE FUNCTION troupe_test_slow_commit()")
+            let id = PersistenceID("slow-commit")
+            guard case .claimed(let epoch, _) = try await store.commit([.claimWriter(id)])[0] else {
+                Issue.record("the claim was not answered with .claimed")
+                return
+            }
+            let cutter = Task {
+                try? await Task.sleep(for: .milliseconds(800))  // the INSERT is done; its commit sleeps
+                try? await server.administer(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        + "WHERE datname = '\(database)' AND pid <> pg_backend_pid()")
+            }
+            let event = SerializedEvent(typeName: "account-event", version: 1, payload: Array("{}".utf8))
+            let outcome = try? await store.commit([
+                .append(EventAppend(persistenceID: id, epoch: epoch, firstSequenceNumber: 1, events: [event]))
+            ])
+            await cutter.value
+            var stored: Int64?
+            for _ in 0..<50 where stored == nil {  // the pool reconnects
+                stored = try? await store.history(of: id).lastSequenceNumber
+                if stored == nil { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            let written = outcome.map { $0.map { "\($0)" } } == ["written"]
+            #expect(
+                !written || stored == 1, "answered \(String(describing: outcome)), stored \(String(describing: stored))"
+            )
+            #expect(stored != nil, "the store did not read again after the cut")
+            store.close()
+            try? await server.dropDatabase(database)
+        }
+
         /// A real stop and start, on a server of this test's own (restarting the shared one would
         /// cut the other suites' connections too).
         @Test func aServerRestartedMidStreamLosesNothingAcknowledged() async throws {
