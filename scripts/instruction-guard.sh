@@ -13,6 +13,9 @@
 #                   (default: 1 for --check, 2 for --record)
 #   --row W/S       only this row (repeatable; default: every row of the file, or for --record
 #                   the rows below)
+#   --jobs N        --check measures N rows at a time (default: the CPU count; callgrind runs a
+#                   program on one CPU, and counts instructions, not time, so rows measured side
+#                   by side count what they count alone). --record measures one at a time.
 #
 # Rows: Counting/Troupe, Counting/Troupe (actor producer), PingPong/Troupe, ThreadRing/Troupe,
 # Spawn/Troupe, AskLatency/Troupe (actor ask), AskLatency/Troupe (ask from a task on its executor).
@@ -35,8 +38,9 @@ file=Benchmarks/Thresholds/instructions.json
 binary=
 repeat=
 rows=()
+jobs=$(nproc)
 command_line="scripts/instruction-guard.sh $*"
-usage() { sed -n '5,18p' "$0" >&2; exit 2; }
+usage() { sed -n '5,21p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --check) mode=check; file=$(absolute "${2:?--check needs a file}"); shift 2 ;;
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
         --binary) binary=$(absolute "${2:?--binary needs a path}"); shift 2 ;;
         --repeat) repeat=${2:?--repeat needs a count}; shift 2 ;;
         --row) rows+=("${2:?--row needs WORKLOAD/SYSTEM}"); shift 2 ;;
+        --jobs) jobs=${2:?--jobs needs a count}; shift 2 ;;
         -h | --help) usage ;;
         *) echo "instruction-guard.sh: unknown argument $1" >&2; usage ;;
     esac
@@ -69,16 +74,17 @@ swift_version=$(swift --version 2>/dev/null | head -1 || true)
 echo "# $command_line"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $machine, ${swift_version:-swift not found}, $(valgrind --version)"
 
-MODE=$mode FILE=$file REPEAT=$repeat BINARY="$work/troupe-bench" WORK=$work MACHINE=$machine \
+MODE=$mode FILE=$file REPEAT=$repeat JOBS=$jobs BINARY="$work/troupe-bench" WORK=$work MACHINE=$machine \
 SWIFT_VERSION=$swift_version COMMAND_LINE=$command_line BINARY_SHA256=$binary_sha256 \
     python3 -u - "${rows[@]}" <<'PY'
-import datetime, json, os, re, subprocess, sys, time
+import concurrent.futures, datetime, json, os, re, subprocess, sys, time
 
 sys.dont_write_bytecode = True  # no scripts/__pycache__ left in the work tree
 sys.path.insert(0, "scripts")
 import callgrind_units
 
 mode, path, repeat = os.environ["MODE"], os.environ["FILE"], int(os.environ["REPEAT"])
+jobs = max(1, int(os.environ["JOBS"]))
 binary, work = os.environ["BINARY"], os.environ["WORK"]
 only = sys.argv[1:]
 
@@ -237,29 +243,33 @@ print(header)
 for row in wanted:
     if row not in thresholds:
         fail_setup(f"{row}: no threshold in {path} (record one: scripts/instruction-guard.sh --record {path} --row '{row}')")
-    t = thresholds[row]
-    large_args = t.get("large_args", [])
+    large_args = thresholds[row].get("large_args", [])
     if large_args and not re.search(re.escape(large_args[0]) + r"\b", help_text):
         fail_setup(f"{row}: {path} was recorded with troupe-bench {' '.join(large_args)}, which this binary lacks")
-    r = measure(row, large_args)
-    tolerance = t.get("tolerance", default_tolerance)
-    limit = t["instr_per_unit"]
-    change = (r["instr"] - limit) / limit
-    units = f"{r['units'][1]:,} / {r['units'][0]:,}"
-    if t.get("units") and list(t["units"]) != r["units"]:
-        fail_setup(f"{row}: measured at {units} units, {path} recorded at {t['units'][1]:,} / {t['units'][0]:,}: "
-                   "the workload's sizes changed; re-record")
-    if change > tolerance:
-        verdict = "FAIL (regression)"
-        failures.append((row, limit, r, change, tolerance))
-    elif change < -tolerance:
-        verdict = "ok, IMPROVED beyond tolerance: re-record"
-        improvements.append((row, limit, r, change))
-    else:
-        verdict = "ok"
-    print(f"{row:<55} {units:>21} {limit:>10,.1f} {r['instr']:>10,.1f} {change * 100:>+7.2f}% {tolerance * 100:>5.1f}%  "
-          f"{verdict}  [{runs_text(r)}; locked {r['locked']:.2f} vs {t.get('locked_per_unit', float('nan')):.2f}; "
-          f"{r['seconds']:.0f} s]", flush=True)
+# Rows side by side (each measure() has a directory of its own); verdicts printed in the file's order.
+with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+    pending = {row: pool.submit(measure, row, thresholds[row].get("large_args", [])) for row in wanted}
+    for row in wanted:
+        t = thresholds[row]
+        r = pending[row].result()
+        tolerance = t.get("tolerance", default_tolerance)
+        limit = t["instr_per_unit"]
+        change = (r["instr"] - limit) / limit
+        units = f"{r['units'][1]:,} / {r['units'][0]:,}"
+        if t.get("units") and list(t["units"]) != r["units"]:
+            fail_setup(f"{row}: measured at {units} units, {path} recorded at {t['units'][1]:,} / {t['units'][0]:,}: "
+                       "the workload's sizes changed; re-record")
+        if change > tolerance:
+            verdict = "FAIL (regression)"
+            failures.append((row, limit, r, change, tolerance))
+        elif change < -tolerance:
+            verdict = "ok, IMPROVED beyond tolerance: re-record"
+            improvements.append((row, limit, r, change))
+        else:
+            verdict = "ok"
+        print(f"{row:<55} {units:>21} {limit:>10,.1f} {r['instr']:>10,.1f} {change * 100:>+7.2f}% {tolerance * 100:>5.1f}%  "
+              f"{verdict}  [{runs_text(r)}; locked {r['locked']:.2f} vs {t.get('locked_per_unit', float('nan')):.2f}; "
+              f"{r['seconds']:.0f} s]", flush=True)
 
 elapsed = time.monotonic() - started
 recorded = document.get("recorded", {})

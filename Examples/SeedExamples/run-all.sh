@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Builds the seed examples once, then runs each program; fails if any of them exits non-zero.
-# Usage (from anywhere): bash Examples/SeedExamples/run-all.sh
+# Usage (from anywhere): bash Examples/SeedExamples/run-all.sh [SWIFT BUILD OPTIONS...]
+# The options go to `swift build` (CI passes `-c release --scratch-path Benchmarks/.build`, to
+# reuse the release build of Troupe's modules that the benchmarks made).
 set -euo pipefail
 
 dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 programs=(oscar-sessions actorkit-workers nnkit-observers reactor-flow)
 
-swift build --package-path "$dir"
+swift build --package-path "$dir" "$@"
+bin=$(swift build --package-path "$dir" "$@" --show-bin-path)
 
 failed=()
 for name in "${programs[@]}"; do
     echo
     echo "################ $name"
-    if "$dir/.build/debug/$name"; then
+    if "$bin/$name"; then
         echo "################ $name: ok"
     else
         status=$?

@@ -60,13 +60,19 @@
                         + "WHERE datname = '\(database)' AND pid <> pg_backend_pid()")
             }
             let event = SerializedEvent(typeName: "account-event", version: 1, payload: Array("{}".utf8))
-            let outcome = try? await store.commit([
-                .append(EventAppend(persistenceID: id, epoch: epoch, firstSequenceNumber: 1, events: [event]))
-            ])
+            // Bounded: postgres-nio 1.33.2 sometimes never completes a query whose connection the
+            // server terminated (the journal's store timeout covers that in use); an answer that
+            // never comes is not an acknowledgement. Unbounded, this call hung a CI run for good.
+            let outcome = try? await answer(within: .seconds(10)) {
+                try await store.commit([
+                    .append(EventAppend(persistenceID: id, epoch: epoch, firstSequenceNumber: 1, events: [event]))
+                ])
+            }?.get()
             await cutter.value
             var stored: Int64?
             for _ in 0..<50 where stored == nil {  // the pool reconnects
-                stored = try? await store.history(of: id).lastSequenceNumber
+                stored = try? await answer(within: .seconds(2)) { try await store.history(of: id).lastSequenceNumber }?
+                    .get()
                 if stored == nil { try await Task.sleep(for: .milliseconds(100)) }
             }
             let written = outcome.map { $0.map { "\($0)" } } == ["written"]

@@ -48,3 +48,43 @@ public func waitUntilBlocking(
     }
     return true
 }
+
+/// The result of `call` if it comes within `timeout`, else nil, without waiting for a call that
+/// never returns: the call runs in a task of its own, which is left behind if it hangs (a
+/// structured child would make the caller wait for it). For driver calls that may never
+/// complete, such as a query on a connection the server terminated, seen with postgres-nio: the
+/// test goes on and says what it saw instead of hanging the test run.
+public func answer<T: Sendable>(
+    within timeout: Duration, _ call: @escaping @Sendable () async throws -> T
+) async -> Result<T, any Error>? {
+    let first = FirstAnswer<T>()
+    return await withCheckedContinuation { continuation in
+        first.set(continuation)
+        Task {
+            let result: Result<T, any Error>
+            do { result = .success(try await call()) } catch { result = .failure(error) }
+            first.resume(with: result)
+        }
+        Task {
+            try? await Task.sleep(for: timeout)
+            first.resume(with: nil)
+        }
+    }
+}
+
+/// Resumes its continuation once, with whichever answer comes first.
+private final class FirstAnswer<T: Sendable>: Sendable {
+    private let continuation = TestLock<CheckedContinuation<Result<T, any Error>?, Never>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Result<T, any Error>?, Never>) {
+        self.continuation.withLock { $0 = continuation }
+    }
+
+    func resume(with result: Result<T, any Error>?) {
+        continuation.withLock { stored in
+            let taken = stored
+            stored = nil
+            return taken
+        }?.resume(returning: result)
+    }
+}
