@@ -36,6 +36,8 @@ public final class PostgresStore: PersistenceStore, EventsByTagQuery {
     private let runner: Task<Void, Never>
     let logger: Logger
     let notifier = EventNotifier()
+    /// The commits in flight on each connection, failed when it closes (`failingOnClose`).
+    let closingConnections = ClosingConnections()
     /// Listens for the tag trigger's notifications, from the first use of ``eventNotifier``.
     private let listener = Locked<Task<Void, Never>?>(nil)
 
@@ -241,21 +243,24 @@ public final class PostgresStore: PersistenceStore, EventsByTagQuery {
     /// A batch of appends only (the usual one) is one INSERT in a transaction of its own; if it is
     /// refused, each append is retried alone to find which one was. A batch that mixes kinds
     /// of operation runs in one transaction, each refused append rolled back to a savepoint.
+    /// If the connection closes first, the commit fails at once with ``PostgresConnectionClosed``.
     public func commit(_ operations: [JournalOperation]) async throws -> [JournalOutcome] {
         if operations.isEmpty { return [] }
         let runs = Self.runs(of: operations)
-        if runs.count == 1, case .append = operations[0] {
-            return try await client.withConnection { connection in
-                try await self.apply(runs[0], of: operations, on: connection, inTransaction: false)
+        return try await client.withConnection { connection in
+            try await self.failingOnClose(of: connection) {
+                if runs.count == 1, case .append = operations[0] {
+                    return try await self.apply(runs[0], of: operations, on: connection, inTransaction: false)
+                }
+                var outcomes = [JournalOutcome?](repeating: nil, count: operations.count)
+                try await self.guarded(on: connection, inTransaction: false) {
+                    for run in runs {
+                        let applied = try await self.apply(run, of: operations, on: connection, inTransaction: true)
+                        for (index, outcome) in zip(run, applied) { outcomes[index] = outcome }
+                    }
+                }
+                return outcomes.map { $0! }
             }
-        }
-        return try await client.withTransaction(logger: logger) { connection in
-            var outcomes = [JournalOutcome?](repeating: nil, count: operations.count)
-            for run in runs {
-                let applied = try await self.apply(run, of: operations, on: connection, inTransaction: true)
-                for (index, outcome) in zip(run, applied) { outcomes[index] = outcome }
-            }
-            return outcomes.map { $0! }
         }
     }
 

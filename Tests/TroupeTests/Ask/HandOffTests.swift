@@ -133,9 +133,12 @@ private struct Asker: ActorDefinition {
             let (before, after) = try await Task(executorPreference: system.taskExecutor) {
                 // The first ask may find the target's scheduling right still held by the worker
                 // that ran its start, and then waits as before (arming its timer): count after
-                // it. Every later ask finds the target idle, since a turn run in place ends
-                // before its ask returns.
+                // it, once no worker has the target scheduled (under ThreadSanitizer that worker
+                // can still hold it after the answer: a CI rehearsal saw two asks arm timers).
+                // Every later ask finds the target idle, since a turn run in place ends before
+                // its ask returns.
                 _ = try await target.ask { .thread($0) }
+                await waitUntilIdle(target)
                 let before = system.timer.count
                 for _ in 0..<50 { _ = try await target.ask { .thread($0) } }
                 return (before, system.timer.count)
