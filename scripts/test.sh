@@ -19,6 +19,7 @@ run() {
     timeout --kill-after=20 "$limit" stdbuf -oL -eL "$@" || status=$?
     if [ "$status" = 124 ] || [ "$status" = 137 ]; then
         echo "test.sh: TIMED OUT: '$*' ran over TROUPE_TEST_TIME_LIMIT=$limit s; the last test started above hangs" >&2
+        return 1  # not timeout's 124: a caller's own timeout would take it for its own
     fi
     return "$status"
 }
