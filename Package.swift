@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "TroupePersistenceSQLite", targets: ["TroupePersistenceSQLite"]),
         .library(name: "TroupePersistencePostgres", targets: ["TroupePersistencePostgres"]),
         .library(name: "TroupeVirtualActors", targets: ["TroupeVirtualActors"]),
+        // Virtual actors placed over the nodes of a TroupeCluster.
+        .library(name: "TroupeClusterEntities", targets: ["TroupeClusterEntities"]),
         // One cluster node with an echo actor that prints membership events: for trying a
         // cluster by hand, and for the multi-process tests and benchmarks.
         .executable(name: "troupe-cluster-node", targets: ["troupe-cluster-node"]),
@@ -231,6 +233,24 @@ let package = Package(
                 "TroupeVirtualActors", "Troupe", "TroupeTestSupport", "TroupePersistence", "TroupePersistenceSQLite",
             ],
             path: "Tests/TroupeVirtualActorsTests"
+        ),
+        // Virtual actors on TroupeCluster: an identity's home among the nodes holding its kind.
+        .target(
+            name: "TroupeClusterEntities",
+            dependencies: [
+                "Troupe", "TroupeLocks", "TroupeCluster", "TroupeClusterMembership", "TroupeVirtualActors",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TroupeClusterEntities"
+        ),
+        .testTarget(
+            name: "TroupeClusterEntitiesTests",
+            dependencies: [
+                "TroupeClusterEntities", "TroupeCluster", "TroupeClusterMembership", "TroupeVirtualActors", "Troupe",
+                "TroupeTestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TroupeClusterEntitiesTests"
         ),
         .target(
             name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks", "TroupePersistence"],

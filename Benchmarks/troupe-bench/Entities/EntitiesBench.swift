@@ -160,7 +160,7 @@ struct Echo: ActorDefinition {
 
 /// Runs `body` in a task (on `system`'s task executor when given) and waits for it on this
 /// plain thread.
-private func blocking<Value: Sendable>(
+func blocking<Value: Sendable>(
     on system: ActorSystem?, _ body: @escaping @Sendable () async throws -> Value
 ) throws -> Value {
     let semaphore = DispatchSemaphore(value: 0)

@@ -43,6 +43,20 @@ public final class Reply<Value: Sendable>: Sendable {
     }
 }
 
+extension Reply {
+    /// A reply whose answer goes to `onCompletion` instead of an asker in this system: the
+    /// bridge for requests that arrive from elsewhere (another node of a cluster, a callback
+    /// API) and must reach an actor as an ordinary message that carries a `Reply`.
+    ///
+    /// `onCompletion` runs exactly once, on the thread that completes the reply: with the
+    /// value, with the failure given to ``fail(_:)``, or with ``AskError/noReply`` (or
+    /// ``AskError/recipientStopped``) when the reply is dropped unanswered. No time limit
+    /// applies here: whoever waits for the outcome bounds the wait.
+    public convenience init(onCompletion: @escaping @Sendable (Result<Value, AskError>) -> Void) {
+        self.init(AskState<Value>(limit: AskLimit(duration: .zero, nanoseconds: 0), callback: onCompletion))
+    }
+}
+
 extension Reply where Value == Void {
     @discardableResult
     public func succeed() -> Bool { succeed(()) }

@@ -46,8 +46,12 @@ extension ClusterSystem {
             continuation.finish()
             return stream
         }
+        // Not under the table's lock here: a cancelled consumer's task runs this while holding
+        // its own status lock, and `publish` yields (which takes that task's status lock)
+        // while holding the table's lock: the two orders deadlocked (seen under TSan). A
+        // yield to the finished stream meanwhile is dropped.
         continuation.onTermination = { [weak self] _ in
-            _ = self?.memberTable.withLock { $0.subscribers.removeValue(forKey: id) }
+            Task { _ = self?.memberTable.withLock { $0.subscribers.removeValue(forKey: id) } }
         }
         return stream
     }

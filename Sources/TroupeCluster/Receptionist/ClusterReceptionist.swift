@@ -66,8 +66,12 @@ public struct ClusterReceptionist: Sendable {
             continuation.finish()
             return stream
         }
+        // Not under the table's lock here: a cancelled consumer's task runs this while holding
+        // its own status lock, and `notify` yields (which takes that task's status lock) while
+        // holding the table's lock: the two orders deadlocked (seen under TSan, a listing
+        // cancelled while a node went down). A yield to the finished stream meanwhile is dropped.
         continuation.onTermination = { [weak system] _ in
-            _ = system?.receptionistTable.withLock { $0.subscribers[key.wireKey]?.removeValue(forKey: id) }
+            Task { _ = system?.receptionistTable.withLock { $0.subscribers[key.wireKey]?.removeValue(forKey: id) } }
         }
         return stream
     }

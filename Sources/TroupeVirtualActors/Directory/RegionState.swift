@@ -26,6 +26,7 @@ struct RegionState {
     var activationSequence: UInt64 = 0
     var counters = EntityRegionStatistics(
         active: 0, passivating: 0, known: 0, activations: 0, idlePassivations: 0, limitPassivations: 0,
+        requestedPassivations: 0,
         unplannedStops: 0, buffered: 0, directoryLookups: 0)
 
     /// The slot for `key`, made vacant if the directory has none.

@@ -131,14 +131,22 @@ public final class EntityRegion<Message: Sendable>: Sendable {
     /// Passivates every active entity now, as idleness would (for tests and for draining a
     /// node); returns how many were asked to stop.
     @discardableResult
-    public func passivateAll() -> Int {
+    public func passivateAll() -> Int { passivate(where: { _ in true }) }
+
+    /// Passivates the active entities whose key `matches` says so, as idleness would: each
+    /// stops after the messages it already has, and the next message activates it again.
+    /// Returns how many were asked to stop (counted in
+    /// ``EntityRegionStatistics/requestedPassivations``). `matches` runs under the region's
+    /// lock: keep it short and do not use the region from it.
+    @discardableResult
+    public func passivate(where matches: (String) -> Bool) -> Int {
         let (count, actions) = state.withLock { state in
             var actions: [RegionAction<Message>] = []
             var count = 0
-            for untyped in state.slots.values {
+            for (key, untyped) in state.slots {
                 let slot: EntitySlot<Message> = RegionState.typed(untyped)
-                guard slot.phase == .active else { continue }
-                state.passivate(slot, counter: \.idlePassivations, into: &actions)
+                guard slot.phase == .active, matches(key) else { continue }
+                state.passivate(slot, counter: \.requestedPassivations, into: &actions)
                 count += 1
             }
             return (count, actions)

@@ -15,6 +15,9 @@ public struct EntityRegionStatistics: Sendable, Hashable {
     public var idlePassivations: Int
     /// Activations passivated to keep the kind within its ``EntityKind/activeLimit``.
     public var limitPassivations: Int
+    /// Activations passivated on request: ``EntityRegion/passivateAll()`` and
+    /// ``EntityRegion/passivate(where:)`` (a cluster's handoff, for one).
+    public var requestedPassivations: Int
     /// Activations that stopped on their own (a stop, a failure that stopped them, shutdown).
     public var unplannedStops: Int
     /// Messages and asks that waited in the directory while an activation stopped or started.
@@ -27,6 +30,7 @@ public struct EntityRegionStatistics: Sendable, Hashable {
             .init("active", active), .init("passivating", passivating), .init("known", known),
             .init("activations", activations),
             .init("idle_passivations", idlePassivations), .init("limit_passivations", limitPassivations),
+            .init("requested_passivations", requestedPassivations),
             .init("unplanned_stops", unplannedStops), .init("buffered", buffered),
             .init("directory_lookups", directoryLookups),
         ]

@@ -1,0 +1,48 @@
+import TroupeCluster
+import TroupeClusterMembership
+
+/// What one node sends another for a kind: messages and requests for entities the receiver
+/// is believed to hold, and answers to requests the receiver asked. Items are handled in the
+/// order they are listed, and a node sends one batch at a time to each other node, so the
+/// order in which one node sends to an entity is the order in which the entity receives.
+struct EntityBatch: Sendable {
+    var envelopes: [EntityEnvelope] = []
+    var answers: [EntityAnswer] = []
+
+    var isEmpty: Bool { envelopes.isEmpty && answers.isEmpty }
+    var count: Int { envelopes.count + answers.count }
+}
+
+/// A message (``request`` nil) or a request for the entity `key`.
+struct EntityEnvelope: Sendable {
+    var key: String
+    /// The message, or the request, in the cluster's coder.
+    var payload: [UInt8]
+    /// The request's mangled type name; nil for a message.
+    var request: String?
+    /// The asking node's number for the request (0 for a message).
+    var askID: UInt64 = 0
+    /// The asking node (answers go there, also after forwarding); nil for a message.
+    var origin: ClusterNode?
+    /// How many nodes forwarded it because they did not own `key`.
+    var hops: UInt8 = 0
+
+    var byteCount: Int { key.utf8.count + payload.count + (request?.utf8.count ?? 0) + 48 }
+}
+
+/// The outcome of a request, for the node that asked it.
+struct EntityAnswer: Sendable {
+    enum Code: UInt8, Sendable {
+        case value = 0, recipientStopped, noReply, systemShutdown, undeliverable, failed, timedOut
+        case unknownRequestType, serialization
+        /// Only in a direct ask's reply: the request was sent on to its owner, whose answer
+        /// comes through the lines.
+        case forwarded
+    }
+    var askID: UInt64
+    var code: Code
+    /// The response in the cluster's coder (for `.value`), or the failure's text.
+    var payload: [UInt8]
+
+    var byteCount: Int { payload.count + 16 }
+}

@@ -1,0 +1,48 @@
+import Distributed
+import TroupeCluster
+
+/// What a node's ``EntityHost`` hands its batches to: the node's region of the kind.
+protocol EntityInbox: AnyObject, Sendable {
+    func receive(_ batch: EntityBatch)
+    func receiveAsk(_ envelope: EntityEnvelope) async -> EntityAnswer
+    /// Bytes from another node that are not a batch or a request.
+    func refused(_ error: EntityWire.Malformed)
+}
+
+/// A kind's endpoint on one node: checked in with the receptionist under the kind's key, so
+/// that the region on every node knows who holds the kind (its placement's members) and
+/// where to send a batch.
+distributed actor EntityHost: ClusterActor {
+    typealias ActorSystem = ClusterSystem
+
+    /// The region's forwarder (which holds the region weakly: the region holds this host).
+    private let inbox: any EntityInbox
+
+    init(actorSystem: ClusterSystem, inbox: any EntityInbox) {
+        self.actorSystem = actorSystem
+        self.inbox = inbox
+    }
+
+    /// Takes a batch from another node. Runs on this host's Troupe executor, one batch at a
+    /// time; returns once every item is in a mailbox, forwarded, or answered.
+    distributed func deliver(_ batch: [UInt8]) {
+        do {
+            inbox.receive(try EntityWire.decodeBatch(batch))
+        } catch {
+            inbox.refused(error)
+        }
+    }
+
+    /// Takes one request from a node whose line to this one was idle (so everything it sent
+    /// before is already in a mailbox here), and answers it in this call's reply: one round
+    /// trip. A request for an identity this node does not own is sent on, and answered
+    /// through the lines (the answer here says so).
+    distributed func ask(_ envelope: [UInt8]) async -> [UInt8] {
+        do {
+            return EntityWire.encode(await inbox.receiveAsk(try EntityWire.decodeEnvelope(envelope)))
+        } catch {
+            inbox.refused(error)
+            return EntityWire.encode(EntityAnswer(askID: 0, code: .serialization, payload: Array("\(error)".utf8)))
+        }
+    }
+}

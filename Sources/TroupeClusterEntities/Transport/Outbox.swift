@@ -1,0 +1,167 @@
+internal import TroupeLocks
+import TroupeCluster
+import TroupeClusterMembership
+
+/// The ordered line from this node's region to one other node's host: items are queued in
+/// send order and leave in batches, one batch in flight at a time, so a node's sends to an
+/// entity arrive in order. While a batch is in flight the next one fills, so the line's
+/// throughput grows with load (one round trip per batch, not per message).
+final class Outbox: Sendable {
+    let node: ClusterNode
+    let host: EntityHost
+    /// Batches up to this many items, or about this many bytes (below the cluster's frame
+    /// limit, with room for the frame's header).
+    let maximumItems = 512
+    let maximumBytes: Int
+    private let state = Locked(State())
+    /// Called with a batch whose call failed, and the error (the batch may or may not have
+    /// been handled), and with the items still queued when the outbox closes (not sent).
+    private let onFailure: @Sendable (EntityBatch, _ error: (any Error)?) -> Void
+
+    private struct State {
+        var envelopes = Queue<EntityEnvelope>()
+        var answers = Queue<EntityAnswer>()
+        var sending = false
+        var closed = false
+        /// A direct request's call is in flight (at most one: more would each cost a round
+        /// trip of their own, where the line batches them).
+        var directInFlight = false
+
+        var isEmpty: Bool { envelopes.isEmpty && answers.isEmpty }
+    }
+
+    init(
+        node: ClusterNode, host: EntityHost, maximumFrameSize: Int,
+        onFailure: @escaping @Sendable (EntityBatch, (any Error)?) -> Void
+    ) {
+        self.node = node
+        self.host = host
+        maximumBytes = max(1024, maximumFrameSize / 2)
+        self.onFailure = onFailure
+    }
+
+    func send(_ envelope: EntityEnvelope) {
+        enqueue {
+            $0.envelopes.append(envelope)
+        } refused: {
+            $0.envelopes.append(envelope)
+        }
+    }
+
+    func send(_ answer: EntityAnswer) {
+        enqueue {
+            $0.answers.append(answer)
+        } refused: {
+            $0.answers.append(answer)
+        }
+    }
+
+    private func enqueue(_ add: (inout State) -> Void, refused addRefused: (inout EntityBatch) -> Void) {
+        let (start, refused) = state.withLock { state -> (Bool, Bool) in
+            if state.closed { return (false, true) }
+            add(&state)
+            if state.sending { return (false, false) }
+            state.sending = true
+            return (true, false)
+        }
+        if refused {
+            var batch = EntityBatch()
+            addRefused(&batch)
+            onFailure(batch, nil)
+        } else if start {
+            Task { await self.drain() }
+        }
+    }
+
+    /// Claims the line for one direct request when nothing is queued or in flight on it, so
+    /// that everything sent through it so far has been handed to the other node's directory
+    /// and the request is behind every message sent before it. At most one direct request at
+    /// a time: under load, requests go through the line and share its batches. Release the
+    /// claim with ``endDirect()``.
+    func beginDirect() -> Bool {
+        state.withLock { state in
+            guard !state.sending, state.isEmpty, !state.closed, !state.directInFlight else { return false }
+            state.directInFlight = true
+            return true
+        }
+    }
+
+    func endDirect() { state.withLock { $0.directInFlight = false } }
+
+    /// Stops the line: items queued and not yet sent go to `onFailure` with no error (never
+    /// sent, so they can be routed again); a batch in flight finishes as it will.
+    func close() {
+        let left = state.withLock { state -> EntityBatch in
+            state.closed = true
+            return EntityBatch(envelopes: state.envelopes.takeAll(), answers: state.answers.takeAll())
+        }
+        if !left.isEmpty { onFailure(left, nil) }
+    }
+
+    /// Sends batches until the queue is empty. Only one drain runs at a time (`sending`).
+    private func drain() async {
+        while let batch = nextBatch() {
+            do {
+                try await host.deliver(EntityWire.encode(batch))
+            } catch {
+                onFailure(batch, error)
+            }
+        }
+    }
+
+    /// The next batch (taken from the queue's front), or nil, having cleared `sending`, when
+    /// there is nothing left: in one critical section, so an item queued meanwhile starts a
+    /// drain of its own.
+    private func nextBatch() -> EntityBatch? {
+        state.withLock { state in
+            if state.isEmpty || state.closed {
+                state.sending = false
+                return nil
+            }
+            var budget = (items: maximumItems, bytes: maximumBytes)
+            let answers = state.answers.take(within: &budget, size: \.byteCount)
+            let envelopes = state.envelopes.take(within: &budget, size: \.byteCount)
+            return EntityBatch(envelopes: envelopes, answers: answers)
+        }
+    }
+}
+
+/// A FIFO that hands out its front in runs without moving what stays: an index to the front,
+/// and the storage compacted once the taken part is at least half of it (amortised O(1) per
+/// item; `Array.removeFirst(n)` would move every queued item on each take).
+struct Queue<Element> {
+    private var storage: [Element] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == storage.count }
+
+    mutating func append(_ element: Element) { storage.append(element) }
+
+    /// The front items that fit `budget` (at least one when any is queued), taken off.
+    mutating func take(within budget: inout (items: Int, bytes: Int), size: (Element) -> Int) -> [Element] {
+        var end = head
+        while end < storage.count, budget.items > 0, budget.bytes > 0 || end == head {
+            budget.items -= 1
+            budget.bytes -= size(storage[end])
+            end += 1
+        }
+        let taken = Array(storage[head..<end])
+        head = end
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: storage.count <= 4096)
+            head = 0
+        } else if head >= 4096, head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return taken
+    }
+
+    mutating func takeAll() -> [Element] {
+        defer {
+            storage = []
+            head = 0
+        }
+        return Array(storage[head...])
+    }
+}
