@@ -65,7 +65,7 @@ struct ClusterEntityRegionTests {
             // Keys the second node owns: every message from the first crosses the network.
             let remote = (0..<200).map { "k\($0)" }.filter { first.owner(of: $0) == nodes[1].cluster.node }.prefix(4)
             #expect(remote.count == 4)
-            let count = 5_000
+            let count = StressScale.isThreadSanitized ? 1_000 : 5_000
             for sequence in 0..<count {
                 for key in remote { first.entity(key).tell(.append(sender: 0, sequence: sequence)) }
             }

@@ -21,13 +21,15 @@ struct Node {
 }
 
 /// A node on loopback; SWIM patient enough for a loaded CI machine (nothing here tests
-/// failure detection timing).
+/// failure detection timing: a node that leaves says so, and is down at once). With a 3 s
+/// suspicion, a node under ThreadSanitizer beside the stress suites was downed falsely, and a
+/// downed node shuts its cluster down (CI rehearsal, 2026-11-28).
 func startNode(seeds: [ClusterNode] = []) async throws -> Node {
     let actors = makeTestSystem(name: "node", workers: 1)
     var membership = ClusterMembershipSettings()
-    membership.probeInterval = .milliseconds(300)
-    membership.suspicionTimeout = .seconds(3)
-    membership.downAfter = .seconds(2)
+    membership.probeInterval = .seconds(1)
+    membership.suspicionTimeout = .seconds(20)
+    membership.downAfter = .seconds(30)
     var logger = Logger(label: "test")
     logger.logLevel = .critical
     let settings = ClusterSettings(

@@ -21,13 +21,17 @@ extension ClusterEntityRegion: EntityInbox {
                 guard seen.insert(node).inserted else { continue }
                 if node == me {
                     if !left { members.append(.init(node: me, outbox: nil)) }
-                } else if let existing = view.member(node) {
+                } else if let existing = view.member(node), existing.outbox?.host.id == host.id {
                     members.append(existing)
                 } else {
+                    // A node new to the kind, or whose region was made again (a new host).
                     members.append(.init(node: node, outbox: makeOutbox(to: node, host: host)))
                 }
             }
-            let closed = view.members.compactMap { old in seen.contains(old.node) ? nil : old.outbox }
+            let kept = Set(members.compactMap { $0.outbox.map(ObjectIdentifier.init) })
+            let closed = view.members.compactMap { old in
+                old.outbox.flatMap { kept.contains(ObjectIdentifier($0)) ? nil : $0 }
+            }
             view = PlacementView(members: members, version: view.version + 1)
             return (view, closed)
         }
