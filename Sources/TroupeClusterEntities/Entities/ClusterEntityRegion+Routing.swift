@@ -32,7 +32,7 @@ extension ClusterEntityRegion: EntityInbox {
             let closed = view.members.compactMap { old in
                 old.outbox.flatMap { kept.contains(ObjectIdentifier($0)) ? nil : $0 }
             }
-            view = PlacementView(members: members, version: view.version + 1)
+            view = PlacementView(members: members)
             return (view, closed)
         }
         for outbox in closed { outbox.close() }
@@ -54,12 +54,12 @@ extension ClusterEntityRegion: EntityInbox {
     /// left), so routed again by the current view; or its call failed, so it may or may not
     /// have been handled: counted as lost, and its requests failed.
     private func failed(_ batch: EntityBatch, sentTo node: ClusterNode, error: (any Error)?) {
-        if error == nil {
+        guard let error else {
             for envelope in batch.envelopes { route(envelope) }
             for answer in batch.answers { logger.debug("answer \(answer.askID) not sent: \(node) left") }
             return
         }
-        let reason = error.map { "\($0)" } ?? "left"
+        let reason = "\(error)"
         counters.lost.add(batch.envelopes.count, ordering: .relaxed)
         logger.warning("\(batch.count) items lost on their way to \(node): \(reason)")
         for envelope in batch.envelopes where envelope.askID != 0 {

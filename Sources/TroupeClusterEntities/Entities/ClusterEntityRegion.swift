@@ -100,7 +100,7 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         var logger = cluster.settings.logger
         logger[metadataKey: "entity_kind"] = "\(local.name)"
         self.logger = logger
-        view = Locked(PlacementView(members: [], version: 0))
+        view = Locked(PlacementView(members: []))
         let inbox = InboxForwarder()
         host = EntityHost(actorSystem: cluster, inbox: inbox)
         inbox.target = self
@@ -176,12 +176,7 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     public func leave() {
         guard !hasLeft.exchange(true, ordering: .acquiringAndReleasing) else { return }
         cluster.receptionist.checkOut(host, from: key)
-        let current = view.withLock { view -> PlacementView in
-            let others = view.members.filter { $0.node != cluster.node }
-            view = PlacementView(members: others, version: view.version + 1)
-            return view
-        }
-        _ = current
+        view.withLock { view in view = PlacementView(members: view.members.filter { $0.node != cluster.node }) }
         counters.handedOff.add(local.passivateAll(), ordering: .relaxed)
     }
 }

@@ -13,12 +13,10 @@ final class PlacementView: Sendable {
     let members: [Member]
     /// The members' uids, in `members` order (what placement scores).
     let uids: [UInt64]
-    let version: UInt64
 
-    init(members: [Member], version: UInt64) {
+    init(members: [Member]) {
         self.members = members
         uids = members.map(\.node.uid)
-        self.version = version
     }
 
     /// The member that owns `key`; nil when no member holds the kind.
