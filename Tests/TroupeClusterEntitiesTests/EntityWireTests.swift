@@ -12,6 +12,7 @@ import TroupeClusterMembership
                 EntityEnvelope(key: "user-42", payload: [1, 2, 3]),
                 EntityEnvelope(
                     key: "ünïcode", payload: [], request: "9Ledger7EntriesV", askID: 77, origin: origin, hops: 2),
+                .signal(HandoffSignal(kind: .confirm, fingerprint: 0xabcd_ef01_2345_6789, member: 42)),
             ],
             answers: [
                 EntityAnswer(askID: 5, code: .value, payload: Array(repeating: 9, count: 300)),
@@ -21,8 +22,9 @@ import TroupeClusterMembership
 
     @Test func aBatchSurvivesTheRoundTrip() throws {
         let decoded = try EntityWire.decodeBatch(EntityWire.encode(sample))
-        #expect(decoded.envelopes.map(\.key) == ["user-42", "ünïcode"])
-        #expect(decoded.envelopes.map(\.payload) == [[1, 2, 3], []])
+        #expect(decoded.envelopes.map(\.key) == ["user-42", "ünïcode", ""])
+        #expect(decoded.envelopes.map(\.payload) == [[1, 2, 3], [], []])
+        #expect(decoded.envelopes.map(\.signal) == [nil, nil, sample.envelopes[2].signal])
         #expect(decoded.envelopes[1].request == "9Ledger7EntriesV" && decoded.envelopes[1].askID == 77)
         #expect(decoded.envelopes[1].origin == origin && decoded.envelopes[1].hops == 2)
         #expect(decoded.envelopes[0].origin == nil && decoded.envelopes[0].request == nil)
@@ -69,6 +71,14 @@ import TroupeClusterMembership
         var flagged = EntityWire.encode(EntityEnvelope(key: "k", payload: []))
         flagged[9] = 0x80
         #expect(throws: EntityWire.Malformed.self) { try EntityWire.decodeEnvelope(flagged) }
+        // A handoff signal of an unknown kind, and one that also names an entity.
+        var signal = EntityWire.encode(EntityEnvelope.signal(HandoffSignal(kind: .marker, fingerprint: 1, member: 2)))
+        #expect(throws: Never.self) { try EntityWire.decodeEnvelope(signal) }
+        signal[4 + 4 + 1 + 8 + 1] = 9
+        #expect(throws: EntityWire.Malformed.self) { try EntityWire.decodeEnvelope(signal) }
+        var named = EntityEnvelope(key: "k", payload: [])
+        named.signal = HandoffSignal(kind: .marker, fingerprint: 1, member: 2)
+        #expect(throws: EntityWire.Malformed.self) { try EntityWire.decodeEnvelope(EntityWire.encode(named)) }
     }
 
     @Test func randomCorruptionNeverCrashesTheReader() {

@@ -92,6 +92,22 @@ final class LedgerLog: Sendable {
     }
 
     var mostConcurrentActivationsOfOneKey: Int { live.withLock { $0.most } }
+
+    /// Appends handled, on any node, and those that came after a later one from the same
+    /// sender to the same key (an order broken across activations).
+    private let appends = TestLock<(handled: Int, last: [String: Int], outOfOrder: Int)>((0, [:], 0))
+
+    func appended(_ key: String, sender: Int, sequence: Int) {
+        appends.withLock { appends in
+            appends.handled += 1
+            let stream = "\(key)/\(sender)"
+            if let last = appends.last[stream], last >= sequence { appends.outOfOrder += 1 }
+            appends.last[stream] = sequence
+        }
+    }
+
+    var appendsHandled: Int { appends.withLock { $0.handled } }
+    var appendsOutOfOrder: Int { appends.withLock { $0.outOfOrder } }
 }
 
 /// An entity that keeps the entries it is sent, in order, and says on which node it runs.
@@ -142,7 +158,9 @@ struct Ledger: ActorDefinition {
 
     mutating func receive(_ message: Message, context: ActorContext<Message>) {
         switch message {
-        case .append(let sender, let sequence): entries.append(Entry(sender: sender, sequence: sequence))
+        case .append(let sender, let sequence):
+            entries.append(Entry(sender: sender, sequence: sequence))
+            log.appended(key, sender: sender, sequence: sequence)
         case .entries(let reply): reply.succeed(entries)
         case .node(let reply): reply.succeed(node)
         case .dropYourReply: break

@@ -116,6 +116,25 @@ import TroupeVirtualActors
         }
     }
 
+    @Test func activationsAreCountedInEveryPhaseUntilTheyStop() async throws {
+        try await withTestSystem { system in
+            let log = TallyLog()
+            let region = try tallies(system, log: log)
+            #expect(!region.hasActivation("a"))
+            #expect(region.activations { _ in true } == 0)
+            _ = region.entity("unused")  // a vacant slot is no activation
+            for key in ["a", "b", "c"] { #expect(try await region.entity(key).ask { .total($0) } == 0) }
+            #expect(region.hasActivation("a") && !region.hasActivation("unused"))
+            #expect(region.activations { $0 != "c" } == 2)
+            #expect(region.passivate { $0 == "a" } == 1)
+            // Stopping, it no longer takes messages for itself, but it still counts until it has stopped.
+            #expect(!region.hasActivation("a"))
+            await waitUntil("a stopped") { region.activations { $0 == "a" } == 0 }
+            #expect(region.activations { _ in true } == 2)
+            #expect(log.stopped.values == ["a"])
+        }
+    }
+
     @Test func theActiveLimitPassivatesTheLeastRecentlyUsed() async throws {
         try await withTestSystem { system in
             let log = TallyLog()

@@ -6,6 +6,7 @@ import ArgumentParser
 import Foundation
 import Histogram
 import Logging
+import Synchronization
 import Troupe
 import TroupeCluster
 import TroupeClusterEntities
@@ -160,8 +161,98 @@ struct ClusterEntitiesBench: ParsableCommand {
             statistics.allSatisfy { $0.lostInTransit == 0 && $0.undeliverable == 0 },
             "cluster-entities: items lost or undeliverable: \(statistics)")
         print("activations per node at the end | count | \(active.map(String.init).joined(separator: " / ")) |")
+
+        try await measureRebalance(entityCount: entityCount, clusters: clusters, logger: logger)
         for cluster in clusters { await cluster.shutdown() }
         for system in systems { await system.shutdown() }
+    }
+
+    /// A fourth node joins while the three send to `entityCount` active entities of a kind
+    /// whose handled messages are counted: the time from making its region until every node's
+    /// handoff has settled (the moved activations stopped on their old homes, their held
+    /// messages delivered on the new one), and the messages lost (sent minus handled).
+    private func measureRebalance(entityCount: Int, clusters: [ClusterSystem], logger: Logger) async throws {
+        let handled = HandledCount()
+        let kind = EntityKind<CountedEntity>("moving", idleTimeout: nil) { _ in CountedEntity(handled: handled) }
+        var regions: [ClusterEntityRegion<CountedEntity.Message>] = []
+        for cluster in clusters { regions.append(try await ClusterEntityRegion(cluster: cluster, kind: kind)) }
+        for region in regions { try await region.awaitMembers(3, timeout: .seconds(60)) }
+        let keys = (0..<entityCount).map { "m\($0)" }
+        for key in keys { regions[0].entity(key).tell(.add) }
+        try await waitFor(handled, toReach: entityCount, what: "activating the entities")
+
+        let system = ActorSystem(
+            configuration: .init(name: "node3", workerCount: 1, pinWorkers: false, logger: logger))
+        let joiner = try await ClusterSystem(
+            settings: ClusterSettings(
+                seeds: [(clusters[0].node.host, clusters[0].node.port)], secret: "troupe-bench cluster-entities secret",
+                callTimeout: .seconds(60), logger: logger),
+            actorSystem: system)
+        let clock = ContinuousClock()
+        let sending = SendingFlag()
+        // About 25,000 tells per second from each node, over every key in turn: half of what the
+        // three nodes handle here (the tell row), so that the lines carry traffic, not a backlog
+        // (a node's marker travels behind everything it sent before it).
+        let senders = regions.enumerated().map { index, region in
+            Task {
+                var sent = 0
+                var next = index
+                while sending.isOn {
+                    for _ in 0..<50 {
+                        region.entity(keys[next % keys.count]).tell(.add)
+                        next += 7
+                    }
+                    sent += 50
+                    try? await Task.sleep(for: .milliseconds(2))
+                }
+                return sent
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let joined = clock.now
+        let newcomer = try await ClusterEntityRegion(cluster: joiner, kind: kind)
+        let all = regions + [newcomer]
+        var seenByAll: Duration?
+        while !all.allSatisfy({ $0.members.count == 4 && $0.isSettled }) {
+            if seenByAll == nil, all.allSatisfy({ $0.members.count == 4 }) { seenByAll = clock.now - joined }
+            verify(clock.now - joined < .seconds(120), "cluster-entities: the join did not settle in 120 s")
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let settled = clock.now - joined
+        // Messages go on after the handoff, to the new home.
+        try await Task.sleep(for: .milliseconds(300))
+        sending.turnOff()
+        var sent = entityCount
+        for sender in senders { sent += await sender.value }
+        try await waitFor(handled, toReach: sent, what: "the messages sent during the join")
+        let moved = keys.count { newcomer.owner(of: $0) == joiner.node }
+        let handedOff = regions.map(\.statistics.handedOff).reduce(0, +)
+        verify(moved > 0 && handedOff >= moved, "cluster-entities: \(moved) identities moved, \(handedOff) handed off")
+        verify(
+            all.allSatisfy { $0.statistics.handoffTimeouts == 0 && $0.statistics.lostInTransit == 0 },
+            "cluster-entities: a handoff timed out or lost items: \(all.map(\.statistics))")
+        print(
+            "a 4th node joins while 3 send to \(entityCount) active entities (about 25,000 tells/s each): every node sees it | s | \(fixed(seconds(seenByAll ?? settled), 3)) |"
+        )
+        print(
+            "the same join: until every node settled (\(moved) identities moved: their old activations stopped, held messages delivered) | s | \(fixed(seconds(settled), 3)) | ≤ 10 s"
+        )
+        print(
+            "messages lost in that join (sent \(sent), handled \(handled.value)) | count | \(sent - handled.value) | 0"
+        )
+        await joiner.shutdown()
+        await system.shutdown()
+    }
+
+    private func waitFor(_ handled: HandledCount, toReach count: Int, what: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while handled.value < count {
+            verify(
+                ContinuousClock.now < deadline,
+                "cluster-entities: \(what): \(handled.value) of \(count) messages handled after 120 s")
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        verify(handled.value == count, "cluster-entities: \(what): \(handled.value) handled, \(count) sent")
     }
 
     /// Asks every entity its count until it is `expected` (the tells from the other nodes are
@@ -218,6 +309,29 @@ struct EntityTally: ActorDefinition {
         case .count(let reply): reply.succeed(counted)
         }
     }
+}
+
+/// Messages handled by every `CountedEntity`, on any node of this process.
+final class HandledCount: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// Whether the senders of the rebalance row go on.
+final class SendingFlag: Sendable {
+    private let on = Atomic<Bool>(true)
+    var isOn: Bool { on.load(ordering: .relaxed) }
+    func turnOff() { on.store(false, ordering: .relaxed) }
+}
+
+/// An entity whose handled messages are counted in one place, so that a move (which starts the
+/// entity afresh on its new node) loses no count.
+struct CountedEntity: ActorDefinition {
+    enum Message: Codable, Sendable { case add }
+    let handled: HandledCount
+
+    func receive(_ message: Message, context: ActorContext<Message>) { handled.add() }
 }
 
 struct TallyPing: EntityRequest {

@@ -22,12 +22,19 @@ public struct ClusterEntityRef<Message: Codable & Sendable>: Sendable, Hashable,
     /// cluster's coder (the text says why).
     @discardableResult
     public func tell(_ message: Message) -> TellOutcome {
-        let view = region.view.withLock { $0 }
+        let (view, settled) = region.snapshot()
         guard let owner = view.owner(of: key) else {
             region.counters.undeliverable.add(1, ordering: .relaxed)
             return .deadLettered(.handlerFailed(ClusterEntityError.noMembers(kind: region.name).description))
         }
-        guard let outbox = owner.outbox else { return region.local.entity(key).tell(message) }
+        guard let outbox = owner.outbox else {
+            // While the members' change is being confirmed, a message that would start an
+            // activation here waits (see the module's documentation, "Handoff").
+            if !settled, region.holdIfNeeded(.message(key: key, message)) {
+                return .enqueued
+            }
+            return region.local.entity(key).tell(message)
+        }
         let payload: [UInt8]
         do {
             payload = try region.encode(message)
@@ -50,7 +57,12 @@ public struct ClusterEntityRef<Message: Codable & Sendable>: Sendable, Hashable,
             _ request: Request, timeout: Duration? = nil
         ) async throws(AskError) -> Request.Response where Request.Message == Message
     {
-        let view = region.view.withLock { $0 }
+        var (view, settled) = region.snapshot()
+        while !settled, view.owner(of: key)?.outbox == nil, region.mustWaitForHandoff(key) {
+            // An activation here would start before the members' change is confirmed: wait.
+            await region.untilSettled()
+            (view, settled) = region.snapshot()
+        }
         guard let owner = view.owner(of: key) else {
             throw .failed(ClusterEntityError.noMembers(kind: region.name))
         }

@@ -7,33 +7,57 @@ import TroupeVirtualActors
 extension ClusterEntityRegion: EntityInbox {
     // MARK: Members
 
-    /// A new listing of the kind's hosts: a new view (keeping the line to each node still
-    /// there), the lines to nodes gone closed (their queued items routed again), and the
-    /// activations here whose identity now belongs elsewhere passivated.
-    func update(members hosts: [EntityHost]) {
+    /// A new listing of the kind's hosts.
+    func update(members hosts: [EntityHost]) { applyView(hosts: hosts) }
+
+    /// Another member is leaving: it owns nothing from now on.
+    func leaving(_ member: UInt64) { applyView(leaving: member) }
+
+    /// Makes the view from the listing (keeping the line to each node still there, closing
+    /// the lines to nodes gone, their queued items routed again), passivates the activations
+    /// here whose identity now belongs elsewhere, and, when the owners changed, starts the
+    /// handoff: hold new activations until the others confirm, confirm to them once this
+    /// node's moved activations have stopped.
+    func applyView(hosts newHosts: [EntityHost]? = nil, leaving leaver: UInt64? = nil) {
         let me = cluster.node
         let left = hasLeft.load(ordering: .acquiring)
-        let (next, closed) = view.withLock { view -> (PlacementView, [Outbox]) in
+        let (next, closed, newcomers, change, drained) = placement.withLock {
+            placement -> (PlacementView, [Outbox], [Outbox], Handoff.Change?, Bool) in
+            if let newHosts { placement.hosts = newHosts }
+            if let leaver { placement.leavers.insert(leaver) }
             var members: [PlacementView.Member] = []
+            var leaving: [PlacementView.Member] = []
+            var newcomers: [Outbox] = []
             var seen = Set<ClusterNode>()
-            for host in hosts {
+            for host in placement.hosts {
                 let node = host.id.node
                 guard seen.insert(node).inserted else { continue }
+                let member: PlacementView.Member
                 if node == me {
-                    if !left { members.append(.init(node: me, outbox: nil)) }
-                } else if let existing = view.member(node), existing.outbox?.host.id == host.id {
-                    members.append(existing)
+                    if left { continue }
+                    member = .init(node: me, outbox: nil)
+                } else if let existing = placement.view.member(node), existing.outbox?.host.id == host.id {
+                    member = existing
                 } else {
                     // A node new to the kind, or whose region was made again (a new host).
-                    members.append(.init(node: node, outbox: makeOutbox(to: node, host: host)))
+                    let outbox = makeOutbox(to: node, host: host)
+                    newcomers.append(outbox)
+                    member = .init(node: node, outbox: outbox)
                 }
+                if placement.leavers.contains(node.uid) { leaving.append(member) } else { members.append(member) }
             }
-            let kept = Set(members.compactMap { $0.outbox.map(ObjectIdentifier.init) })
-            let closed = view.members.compactMap { old in
-                old.outbox.flatMap { kept.contains(ObjectIdentifier($0)) ? nil : $0 }
+            placement.leavers.formIntersection(seen.map(\.uid))
+            let old = placement.view
+            let next = PlacementView(members: members, leaving: leaving)
+            let kept = Set(next.confirmers.compactMap { $0.outbox.map(ObjectIdentifier.init) })
+            let closed = (old.members + old.leaving).compactMap { member in
+                member.outbox.flatMap { kept.contains(ObjectIdentifier($0)) ? nil : $0 }
             }
-            view = PlacementView(members: members)
-            return (view, closed)
+            placement.view = next
+            let change = placement.handoff.viewChanged(
+                fingerprint: next.fingerprint, confirmers: Set(next.confirmers.map(\.node.uid)))
+            if change?.isNew == true { placement.drained = nil }
+            return (next, closed, newcomers, change, placement.drained == next.fingerprint)
         }
         for outbox in closed { outbox.close() }
         let moved = local.passivate { next.owner(of: $0)?.node != me }
@@ -41,6 +65,208 @@ extension ClusterEntityRegion: EntityInbox {
             counters.handedOff.add(moved, ordering: .relaxed)
             logger.debug("members changed: \(moved) activations passivated, their identities moved")
         }
+        let marker = EntityEnvelope.signal(.init(kind: .marker, fingerprint: next.fingerprint, member: me.uid))
+        if change?.isNew == true {
+            // From here on this node routes by these owners: every other member hears so
+            // behind what this node sent it before.
+            for member in next.confirmers { member.outbox?.send(marker) }
+        } else {
+            // The same owners. A member whose region was made again (a new line) has had
+            // neither this node's marker nor, if it went out already, its confirmation.
+            for outbox in newcomers {
+                outbox.send(marker)
+                if drained {
+                    outbox.send(
+                        EntityEnvelope.signal(.init(kind: .confirm, fingerprint: next.fingerprint, member: me.uid)))
+                }
+            }
+        }
+        guard let change else { return }
+        if change.confirmed {
+            flush(generation: change.generation)
+        } else if change.isNew {
+            scheduleTimeout(of: change.generation)
+        }
+        if change.isNew { startConfirming(next) }
+    }
+
+    /// Confirms `view` to every other member once this node may: when every other member's
+    /// marker of it has come (what they sent here before is here, and routed by `view`), and
+    /// none of the identities `view` moved away runs here any more (passivated, again if a
+    /// message that reached one meanwhile started it again). The items held here for those
+    /// identities go to their owners first, in the same lines. Stops when the view changes.
+    private func startConfirming(_ view: PlacementView) {
+        confirmedToAll.store(false, ordering: .releasing)
+        let task = Task { [weak self] in
+            var markersCame = false
+            while !markersCame {
+                guard let region = self, !Task.isCancelled else { return }
+                markersCame = region.placement.withLock { placement in
+                    placement.view.fingerprint == view.fingerprint && placement.handoff.markersMissing.isEmpty
+                }
+                if !markersCame { try? await Task.sleep(for: .milliseconds(1)) }
+            }
+            while true {
+                guard let region = self, !Task.isCancelled else { return }
+                if region.drainMoved(view) { break }
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+            self?.confirm(view)
+        }
+        confirming.withLock { running in
+            running?.cancel()
+            running = task
+        }
+    }
+
+    /// Passivates the activations here that `view` gives to other nodes; true when none runs.
+    private func drainMoved(_ view: PlacementView) -> Bool {
+        let me = cluster.node
+        let notOwned: (String) -> Bool = { view.owner(of: $0)?.node != me }
+        guard local.activations(where: notOwned) > 0 else { return true }
+        let again = local.passivate(where: notOwned)
+        if again > 0 { counters.handedOff.add(again, ordering: .relaxed) }
+        return false
+    }
+
+    private func confirm(_ view: PlacementView) {
+        let me = cluster.node
+        let moved = placement.withLock { placement -> [Handoff.Held]? in
+            guard placement.view.fingerprint == view.fingerprint else { return nil }
+            placement.drained = view.fingerprint
+            return placement.handoff.takeHeld { view.owner(of: $0.key)?.node != me }
+        }
+        guard let moved else { return }
+        for item in moved { reroute(item) }
+        placement.withLock { $0.handoff.routed(moved) }
+        let confirm = EntityEnvelope.signal(.init(kind: .confirm, fingerprint: view.fingerprint, member: me.uid))
+        for member in placement.withLock({ $0.view }).confirmers { member.outbox?.send(confirm) }
+        confirmedToAll.store(true, ordering: .releasing)
+    }
+
+    /// A handoff signal from another member, in line with what it sent before.
+    private func received(_ signal: HandoffSignal) {
+        switch signal.kind {
+        case .marker:
+            placement.withLock { $0.handoff.marker(signal.member, fingerprint: signal.fingerprint) }
+        case .confirm:
+            confirmed(by: signal.member, fingerprint: signal.fingerprint)
+        }
+    }
+
+    /// Another member's confirmation: when it completes the current view's, what was held
+    /// goes on.
+    func confirmed(by member: UInt64, fingerprint: UInt64) {
+        let (complete, generation) = placement.withLock {
+            ($0.handoff.confirm(member, fingerprint: fingerprint), $0.handoff.generation)
+        }
+        if complete { flush(generation: generation) }
+    }
+
+    /// After ``handoffTimeout``, a view still waiting for confirmations counts as confirmed:
+    /// a member that never answers (gone without the receptionist knowing yet, or stuck) must
+    /// not stop every activation here for ever. Logged, and counted.
+    private func scheduleTimeout(of generation: UInt64) {
+        let timeout = handoffTimeout
+        Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard let self else { return }
+            let (expired, missing) = self.placement.withLock { placement in
+                let missing = placement.handoff.waitingFor
+                return (placement.handoff.timedOut(generation: generation), missing)
+            }
+            guard expired else { return }
+            self.logger.warning(
+                "handoff of \(self.name): \(missing.count) members did not confirm the new members within \(timeout); starting activations anyway"
+            )
+            self.flush(generation: generation)
+        }
+    }
+
+    /// Routes again, in order, what waited for `generation`'s view, until nothing is left
+    /// (then the view is settled) or a newer view takes over.
+    func flush(generation: UInt64) {
+        while true {
+            switch placement.withLock({ $0.handoff.flushStep(generation: generation) }) {
+            case .route(let items):
+                for item in items { reroute(item) }
+                placement.withLock { $0.handoff.routed(items) }
+            case .done(let waiters):
+                for waiter in waiters { waiter.resume() }
+                return
+            case .superseded:
+                return
+            }
+        }
+    }
+
+    private func reroute(_ item: Handoff.Held) {
+        let current = placement.withLock { $0.view }
+        switch item {
+        case .envelope(var envelope, let direct):
+            guard let owner = current.owner(of: envelope.key) else {
+                return undeliverable(envelope, reason: "no node holds the kind \(name)", direct: direct)
+            }
+            guard let outbox = owner.outbox else { return deliverNow(envelope, direct: direct) }
+            envelope.hops += 1
+            counters.forwarded.add(1, ordering: .relaxed)
+            outbox.send(envelope)
+            direct?(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
+        case .message(let key, let boxed):
+            // Safety of the cast: only `ClusterEntityRef<Message>.tell` holds messages here.
+            let message = boxed as! Message
+            guard let owner = current.owner(of: key) else {
+                counters.undeliverable.add(1, ordering: .relaxed)
+                logger.warning("a message for \(name)/\(key) is undeliverable: no node holds the kind \(name)")
+                return
+            }
+            guard let outbox = owner.outbox else {
+                local.entity(key).tell(message)
+                return
+            }
+            do {
+                let payload = try encode(message)
+                counters.sent.add(1, ordering: .relaxed)
+                // Sent on by this node (held here under older owners): the new owner
+                // delivers it before what this node sent it directly since.
+                outbox.send(EntityEnvelope(key: key, payload: payload, hops: 1))
+            } catch {
+                counters.undeliverable.add(1, ordering: .relaxed)
+                logger.warning("a message for \(name)/\(key) is undeliverable: \(error)")
+            }
+        }
+    }
+
+    /// Holds `item` while the view is not settled, when delivering it here now could start an
+    /// activation, or pass items for its identity held before it; false when the caller
+    /// delivers it (the region's local directory is asked under the placement's lock: that
+    /// order, never the reverse).
+    func holdIfNeeded(_ item: Handoff.Held) -> Bool {
+        placement.withLock { placement in
+            guard !placement.handoff.isSettled else { return false }
+            let key = item.key
+            guard placement.handoff.isPending(key) || !local.hasActivation(key) else { return false }
+            return placement.handoff.hold(item)
+        }
+    }
+
+    /// Whether a local ask to `key` must wait for the handoff (as ``holdIfNeeded(_:)`` decides).
+    func mustWaitForHandoff(_ key: String) -> Bool {
+        placement.withLock { placement in
+            !placement.handoff.isSettled && (placement.handoff.isPending(key) || !local.hasActivation(key))
+        }
+    }
+
+    /// Waits until the view is settled (for a local ask that would start an activation).
+    func untilSettled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if !placement.withLock({ $0.handoff.wait(continuation) }) { continuation.resume() }
+        }
+    }
+
+    /// The view, and whether it is settled, read together.
+    func snapshot() -> (view: PlacementView, settled: Bool) {
+        placement.withLock { ($0.view, $0.handoff.isSettled) }
     }
 
     private func makeOutbox(to node: ClusterNode, host: EntityHost) -> Outbox {
@@ -55,12 +281,12 @@ extension ClusterEntityRegion: EntityInbox {
     /// have been handled: counted as lost, and its requests failed.
     private func failed(_ batch: EntityBatch, sentTo node: ClusterNode, error: (any Error)?) {
         guard let error else {
-            for envelope in batch.envelopes { route(envelope) }
+            for envelope in batch.envelopes where envelope.signal == nil { route(envelope) }
             for answer in batch.answers { logger.debug("answer \(answer.askID) not sent: \(node) left") }
             return
         }
         let reason = "\(error)"
-        counters.lost.add(batch.envelopes.count, ordering: .relaxed)
+        counters.lost.add(batch.envelopes.count { $0.signal == nil }, ordering: .relaxed)
         logger.warning("\(batch.count) items lost on their way to \(node): \(reason)")
         for envelope in batch.envelopes where envelope.askID != 0 {
             guard let origin = envelope.origin else { continue }
@@ -77,7 +303,7 @@ extension ClusterEntityRegion: EntityInbox {
     /// Sends `envelope` towards its owner: here, or the owner's line. Nothing but this node
     /// holding the kind (after a leave, or when no member does) makes it undeliverable.
     func route(_ envelope: EntityEnvelope) {
-        let current = view.withLock { $0 }
+        let (current, settled) = snapshot()
         guard let owner = current.owner(of: envelope.key) else {
             undeliverable(envelope, reason: "no node holds the kind \(name)")
             return
@@ -86,15 +312,20 @@ extension ClusterEntityRegion: EntityInbox {
             counters.sent.add(1, ordering: .relaxed)
             outbox.send(envelope)
         } else {
-            deliverHere(envelope)
+            deliverHere(envelope, settled: settled)
         }
     }
 
-    func undeliverable(_ envelope: EntityEnvelope, reason: String) {
+    func undeliverable(
+        _ envelope: EntityEnvelope, reason: String, direct: (@Sendable (EntityAnswer) -> Void)? = nil
+    ) {
         counters.undeliverable.add(1, ordering: .relaxed)
         logger.warning("a message for \(name)/\(envelope.key) is undeliverable: \(reason)")
-        if envelope.askID != 0, let origin = envelope.origin {
-            answer(EntityAnswer(askID: envelope.askID, code: .undeliverable, payload: Array(reason.utf8)), to: origin)
+        let answer = EntityAnswer(askID: envelope.askID, code: .undeliverable, payload: Array(reason.utf8))
+        if let direct {
+            direct(answer)
+        } else if envelope.askID != 0, let origin = envelope.origin {
+            self.answer(answer, to: origin)
         }
     }
 
@@ -122,20 +353,47 @@ extension ClusterEntityRegion: EntityInbox {
     /// A batch from another node's line: answers to this node's asks, then the items, each
     /// delivered here or sent on to the node that owns it, in order.
     func receive(_ batch: EntityBatch) {
-        counters.received.add(batch.envelopes.count, ordering: .relaxed)
+        counters.received.add(batch.envelopes.count { $0.signal == nil }, ordering: .relaxed)
         for answer in batch.answers { complete(answer) }
-        let current = view.withLock { $0 }
+        // The view is read again only after a handoff signal (one can change the handoff's phase).
+        var (current, settled) = snapshot()
         for var envelope in batch.envelopes {
-            if let owner = current.owner(of: envelope.key), let outbox = owner.outbox {
-                if envelope.hops < Self.maximumHops {
-                    envelope.hops += 1
-                    counters.forwarded.add(1, ordering: .relaxed)
-                    outbox.send(envelope)
-                    continue
-                }
-                counters.afterHopLimit.add(1, ordering: .relaxed)
+            if let signal = envelope.signal {
+                received(signal)
+                (current, settled) = snapshot()
+                continue
             }
-            deliverHere(envelope)
+            guard let owner = current.owner(of: envelope.key) else {
+                undeliverable(envelope, reason: "no node holds the kind \(name)")
+                continue
+            }
+            guard let outbox = owner.outbox else {
+                deliverHere(envelope, settled: settled)
+                continue
+            }
+            envelope.hops += 1
+            if envelope.hops <= Self.maximumHops {
+                counters.forwarded.add(1, ordering: .relaxed)
+                outbox.send(envelope)
+            } else {
+                retryLater(envelope)
+            }
+        }
+    }
+
+    /// An item that went round ``maximumHops`` nodes without finding its owner: the nodes'
+    /// views disagree (a change of members spreading). Sent again, through this node's view
+    /// then, after a pause; after ``maximumForwards`` forwards in all, undeliverable. Never
+    /// delivered where it is not owned: that could start a second activation.
+    private func retryLater(_ envelope: EntityEnvelope) {
+        counters.afterHopLimit.add(1, ordering: .relaxed)
+        guard envelope.hops < Self.maximumForwards else {
+            return undeliverable(
+                envelope, reason: "the nodes' members did not agree after \(envelope.hops) forwards")
+        }
+        Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(50))
+            self?.route(envelope)
         }
     }
 
@@ -149,7 +407,8 @@ extension ClusterEntityRegion: EntityInbox {
     /// there, back to the asker), with `.forwarded` in this reply.
     func receiveAsk(_ envelope: EntityEnvelope) async -> EntityAnswer {
         counters.received.add(1, ordering: .relaxed)
-        if let owner = view.withLock({ $0 }).owner(of: envelope.key), let outbox = owner.outbox {
+        let (current, settled) = snapshot()
+        if let owner = current.owner(of: envelope.key), let outbox = owner.outbox {
             var forwarded = envelope
             forwarded.hops += 1
             counters.forwarded.add(1, ordering: .relaxed)
@@ -159,7 +418,7 @@ extension ClusterEntityRegion: EntityInbox {
         // Safety: resumed exactly once: the reply's outcome (answered, failed or dropped) is
         // handed on once, and every path of `deliverHere` completes the reply or answers.
         return await withUnsafeContinuation { continuation in
-            deliverHere(envelope) { continuation.resume(returning: $0) }
+            deliverHere(envelope, settled: settled) { continuation.resume(returning: $0) }
         }
     }
 
@@ -167,7 +426,17 @@ extension ClusterEntityRegion: EntityInbox {
     /// with a reply whose outcome goes back to the asking node.
     ///
     /// `direct`, for a direct ask: where the answer goes instead of the asking node's line.
-    func deliverHere(_ envelope: EntityEnvelope, direct: (@Sendable (EntityAnswer) -> Void)? = nil) {
+    /// While the view waits for confirmations (`settled` false), an item that would start an
+    /// activation is held instead (see `Handoff`).
+    func deliverHere(
+        _ envelope: EntityEnvelope, settled: Bool, direct: (@Sendable (EntityAnswer) -> Void)? = nil
+    ) {
+        if !settled, holdIfNeeded(.envelope(envelope, direct: direct)) { return }
+        deliverNow(envelope, direct: direct)
+    }
+
+    /// ``deliverHere(_:settled:direct:)`` past the handoff.
+    func deliverNow(_ envelope: EntityEnvelope, direct: (@Sendable (EntityAnswer) -> Void)? = nil) {
         guard let requestName = envelope.request else {
             do {
                 local.entity(envelope.key).tell(try decode(Message.self, from: envelope.payload))
@@ -176,7 +445,9 @@ extension ClusterEntityRegion: EntityInbox {
             }
             return
         }
-        guard let origin = envelope.origin else { return undeliverable(envelope, reason: "a request with no origin") }
+        guard let origin = envelope.origin else {
+            return undeliverable(envelope, reason: "a request with no origin", direct: direct)
+        }
         let askID = envelope.askID
         let respond: @Sendable (EntityAnswer) -> Void =
             direct ?? { [weak self] answer in self?.answer(answer, to: origin) }
@@ -207,7 +478,7 @@ extension ClusterEntityRegion: EntityInbox {
     /// node). An answer for a node no longer among the members is dropped: its ask times out.
     func answer(_ answer: EntityAnswer, to origin: ClusterNode) {
         if origin == cluster.node { return complete(answer) }
-        guard let outbox = view.withLock({ $0 }).member(origin)?.outbox else {
+        guard let outbox = placement.withLock({ $0.view }).member(origin)?.outbox else {
             logger.debug("answer \(answer.askID) dropped: \(origin) no longer holds the kind")
             return
         }

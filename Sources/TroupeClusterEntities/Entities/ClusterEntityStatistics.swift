@@ -13,9 +13,9 @@ public struct ClusterEntityStatistics: Sendable, Hashable {
     /// Items that reached this node for an entity it does not own (the sender's members were
     /// not this node's: a join or leave in progress) and were sent on to the owner.
     public var forwarded: Int
-    /// Items delivered here after ``ClusterEntityRegion/maximumHops`` forwards, although this
-    /// node's placement names another owner.
-    public var deliveredAfterHopLimit: Int
+    /// Items that went round ``ClusterEntityRegion/maximumHops`` nodes without finding their
+    /// owner and were sent again after a pause (the nodes disagreed about the members).
+    public var retriedAfterHopLimit: Int
     /// Activations passivated here because placement moved their identity to another node.
     public var handedOff: Int
     /// Messages and requests whose call failed (they may or may not have been handled);
@@ -25,4 +25,12 @@ public struct ClusterEntityStatistics: Sendable, Hashable {
     public var undeliverable: Int
     /// Asks waiting for an answer from another node now.
     public var asksWaiting: Int
+    /// Items held so far because they would have started an activation here before the other
+    /// members confirmed a change of members (see the module's documentation, "Handoff").
+    public var heldForHandoff: Int
+    /// Items held now.
+    public var heldNow: Int
+    /// Changes of members that this node stopped waiting for after
+    /// ``ClusterEntityRegion/handoffTimeout``, some members not having confirmed them.
+    public var handoffTimeouts: Int
 }

@@ -10,13 +10,21 @@ final class PlacementView: Sendable {
         let outbox: Outbox?
     }
 
+    /// The members that own identities.
     let members: [Member]
+    /// Members still checked in that announced they are leaving: they own nothing, but their
+    /// activations must stop before the identities start elsewhere (they confirm the view).
+    let leaving: [Member]
     /// The members' uids, in `members` order (what placement scores).
     let uids: [UInt64]
+    /// The owners' uids as a set, folded: equal on every node that sees the same owners.
+    let fingerprint: UInt64
 
-    init(members: [Member]) {
+    init(members: [Member], leaving: [Member] = []) {
         self.members = members
+        self.leaving = leaving
         uids = members.map(\.node.uid)
+        fingerprint = uids.sorted().reduce(0x5452_4f55_5045_0001) { RendezvousPlacement.mix($0 ^ $1) }
     }
 
     /// The member that owns `key`; nil when no member holds the kind.
@@ -24,7 +32,11 @@ final class PlacementView: Sendable {
         RendezvousPlacement.owner(of: key, among: uids).map { members[$0] }
     }
 
+    /// A member or a leaving member.
     func member(_ node: ClusterNode) -> Member? {
-        members.first { $0.node == node }
+        members.first { $0.node == node } ?? leaving.first { $0.node == node }
     }
+
+    /// The other nodes that confirm a new view: the other members and the leaving ones.
+    var confirmers: [Member] { (members + leaving).filter { $0.outbox != nil } }
 }

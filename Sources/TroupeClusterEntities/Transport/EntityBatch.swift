@@ -26,8 +26,31 @@ struct EntityEnvelope: Sendable {
     var origin: ClusterNode?
     /// How many nodes forwarded it because they did not own `key`.
     var hops: UInt8 = 0
+    /// Not for an entity: a step of the handoff, in line with the items around it (`key`
+    /// and `payload` empty).
+    var signal: HandoffSignal?
 
     var byteCount: Int { key.utf8.count + payload.count + (request?.utf8.count ?? 0) + 48 }
+
+    static func signal(_ signal: HandoffSignal) -> EntityEnvelope {
+        EntityEnvelope(key: "", payload: [], signal: signal)
+    }
+}
+
+/// A step of the handoff that travels in a line, behind everything the sender sent before it
+/// (see `Handoff`).
+struct HandoffSignal: Sendable, Equatable {
+    enum Kind: UInt8, Sendable {
+        /// "I route by the owners with this fingerprint from here on."
+        case marker = 1
+        /// "Every marker of this fingerprint reached me, everything sent to me before them is
+        /// routed by it, and nothing of another owner runs here."
+        case confirm = 2
+    }
+    let kind: Kind
+    let fingerprint: UInt64
+    /// The sending member's uid.
+    let member: UInt64
 }
 
 /// The outcome of a request, for the node that asked it.

@@ -7,6 +7,9 @@ protocol EntityInbox: AnyObject, Sendable {
     func receiveAsk(_ envelope: EntityEnvelope) async -> EntityAnswer
     /// Bytes from another node that are not a batch or a request.
     func refused(_ error: EntityWire.Malformed)
+    /// Another member is leaving: it owns nothing from now on, and confirms the view once its
+    /// activations have stopped.
+    func leaving(_ member: UInt64)
 }
 
 /// A kind's endpoint on one node: checked in with the receptionist under the kind's key, so
@@ -31,6 +34,12 @@ distributed actor EntityHost: ClusterActor {
         } catch {
             inbox.refused(error)
         }
+    }
+
+    /// `member` is leaving the kind: placement here stops giving it identities at once, and
+    /// waits for its confirmation before they start elsewhere. Returns once applied.
+    distributed func announceLeaving(member: UInt64) {
+        inbox.leaving(member)
     }
 
     /// Takes one request from a node whose line to this one was idle (so everything it sent

@@ -7,8 +7,9 @@ import TroupeClusterMembership
 /// cluster's binary coder moves the batch with one copy each way.
 ///
 /// Layout (integers little-endian): a batch is `u32 envelopes, u32 answers`, then each. An
-/// envelope is `bytes key, bytes payload, u8 flags (1: request, 2: origin), [bytes request],
-/// u64 askID, [bytes host, u32 port, u64 uid], u8 hops`; an answer is `u64 askID, u8 code,
+/// envelope is `bytes key, bytes payload, u8 flags (1: request, 2: origin, 4: handoff signal),
+/// [bytes request], u64 askID, [bytes host, u32 port, u64 uid], u8 hops, [u8 signal kind,
+/// u64 fingerprint, u64 member]`; an answer is `u64 askID, u8 code,
 /// bytes payload`; `bytes` is a `u32` length and that many bytes.
 ///
 /// The bytes come from an authenticated member, yet reading trusts nothing: every length is
@@ -95,7 +96,7 @@ enum EntityWire {
         mutating func envelope(_ envelope: EntityEnvelope) {
             string(envelope.key)
             data(envelope.payload)
-            u8((envelope.request == nil ? 0 : 1) | (envelope.origin == nil ? 0 : 2))
+            u8((envelope.request == nil ? 0 : 1) | (envelope.origin == nil ? 0 : 2) | (envelope.signal == nil ? 0 : 4))
             if let request = envelope.request { string(request) }
             u64(envelope.askID)
             if let origin = envelope.origin {
@@ -104,6 +105,11 @@ enum EntityWire {
                 u64(origin.uid)
             }
             u8(envelope.hops)
+            if let signal = envelope.signal {
+                u8(signal.kind.rawValue)
+                u64(signal.fingerprint)
+                u64(signal.member)
+            }
         }
 
         mutating func answer(_ answer: EntityAnswer) {
@@ -173,7 +179,7 @@ enum EntityWire {
             let key = try string()
             let payload = try data()
             let flags = try u8()
-            guard flags & ~3 == 0 else { throw Malformed(reason: "unknown envelope flags \(flags)") }
+            guard flags & ~7 == 0 else { throw Malformed(reason: "unknown envelope flags \(flags)") }
             let request = flags & 1 != 0 ? try string() : nil
             let askID = try u64()
             var origin: ClusterNode?
@@ -186,8 +192,20 @@ enum EntityWire {
             guard (request == nil) == (askID == 0), request == nil || origin != nil else {
                 throw Malformed(reason: "a request needs an ask number and an origin, a message neither")
             }
+            var signal: HandoffSignal?
+            if flags & 4 != 0 {
+                let raw = try u8()
+                guard let kind = HandoffSignal.Kind(rawValue: raw) else {
+                    throw Malformed(reason: "unknown handoff signal \(raw)")
+                }
+                guard request == nil, origin == nil, key.isEmpty, payload.isEmpty else {
+                    throw Malformed(reason: "a handoff signal with an entity's fields")
+                }
+                signal = HandoffSignal(kind: kind, fingerprint: try u64(), member: try u64())
+            }
             return EntityEnvelope(
-                key: key, payload: payload, request: request, askID: askID, origin: origin, hops: hops)
+                key: key, payload: payload, request: request, askID: askID, origin: origin, hops: hops,
+                signal: signal)
         }
 
         mutating func answer() throws(Malformed) -> EntityAnswer {

@@ -88,6 +88,10 @@ final class Outbox: Sendable {
 
     func endDirect() { state.withLock { $0.directInFlight = false } }
 
+    /// Nothing queued and no batch in flight: everything sent through the line so far has
+    /// been handed to the other node (or failed), not counting a direct request.
+    var isIdle: Bool { state.withLock { $0.isEmpty && !$0.sending } }
+
     /// Stops the line: items queued and not yet sent go to `onFailure` with no error (never
     /// sent, so they can be routed again); a batch in flight finishes as it will.
     func close() {

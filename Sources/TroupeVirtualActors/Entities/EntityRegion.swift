@@ -155,6 +155,33 @@ public final class EntityRegion<Message: Sendable>: Sendable {
         return count
     }
 
+    /// Whether `key` has an activation here that takes its messages now: one running, or one
+    /// starting. An activation that is stopping does not count: a message sent to it now would
+    /// start the next one.
+    public func hasActivation(_ key: String) -> Bool {
+        state.withLock { state in
+            guard let untyped = state.slots[key] else { return false }
+            let slot: EntitySlot<Message> = RegionState.typed(untyped)
+            return slot.phase == .active || slot.phase == .flushing
+        }
+    }
+
+    /// How many identities whose key `matches` have an activation here in any phase (running,
+    /// starting, or stopping with what it still has to deliver). 0 means none of them runs
+    /// here now, and none will until a message to one of them arrives: a cluster's handoff
+    /// waits for that before the identities may start elsewhere. `matches` runs under the
+    /// region's lock: keep it short and do not use the region from it.
+    public func activations(where matches: (String) -> Bool) -> Int {
+        state.withLock { state in
+            var count = 0
+            for (key, untyped) in state.slots {
+                let slot: EntitySlot<Message> = RegionState.typed(untyped)
+                if slot.phase != .vacant && slot.phase != .retired && matches(key) { count += 1 }
+            }
+            return count
+        }
+    }
+
     // MARK: The slow paths
 
     /// A tell that found the gate closed. A vacant identity is activated and the tell retried

@@ -1,0 +1,90 @@
+import Testing
+import TroupeClusterEntities
+import TroupeTestSupport
+import TroupeVirtualActors
+
+/// Members change while every node sends to many identities: none runs on two nodes at once,
+/// no message is lost, and each sender's messages to an identity are handled in the order sent,
+/// across the move.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct HandoffUnderTrafficTests {
+    static let keys = (0..<120).map { "t\($0)" }
+
+    /// Sends rounds of one append to every key from `region` (as `sender`) until `stop` is
+    /// set; returns how many it sent.
+    static func sendRounds(
+        _ region: ClusterEntityRegion<Ledger.Message>, sender: Int, stop: TestLock<Bool>
+    ) async -> Int {
+        var sequence = 0
+        while !stop.withLock({ $0 }) {
+            for key in keys { region.entity(key).tell(.append(sender: sender, sequence: sequence)) }
+            sequence += 1
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return sequence * keys.count
+    }
+
+    @Test func aNodeThatJoinsUnderTrafficTakesItsShareWithoutASecondActivation() async throws {
+        let nodes = try await startCluster(3)
+        let log = LedgerLog()
+        let first = try await ledgers(on: nodes[0], log: log)
+        let second = try await ledgers(on: nodes[1], log: log)
+        for region in [first, second] { try await region.awaitMembers(2, timeout: .seconds(30)) }
+        let stop = TestLock(false)
+        let senders = [(first, 0), (second, 1)].map { region, sender in
+            Task { await Self.sendRounds(region, sender: sender, stop: stop) }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let third = try await ledgers(on: nodes[2], log: log)
+        for region in [first, second, third] { try await region.awaitMembers(3, timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(300))
+        stop.withLock { $0 = true }
+        var sent = 0
+        for sender in senders { sent += await sender.value }
+
+        let moved = Self.keys.filter { third.owner(of: $0) == nodes[2].cluster.node }
+        #expect(!moved.isEmpty, "the joining node owns a share")
+        await waitUntil(timeout: .seconds(60), "every append handled (\(sent) sent)") { log.appendsHandled == sent }
+        #expect(log.appendsHandled == sent)
+        #expect(log.mostConcurrentActivationsOfOneKey == 1)
+        #expect(log.appendsOutOfOrder == 0)
+        // What moved runs on the new node now; the others handed theirs off.
+        for key in moved { #expect(try await first.entity(key).ask(WhichNode()) == nodes[2].cluster.node.uid) }
+        #expect(first.statistics.handedOff + second.statistics.handedOff >= moved.count)
+        #expect(
+            first.statistics.handoffTimeouts + second.statistics.handoffTimeouts + third.statistics.handoffTimeouts == 0
+        )
+        for node in nodes { await node.shutdown() }
+    }
+
+    @Test func aNodeThatLeavesUnderTrafficHandsOffWithoutASecondActivation() async throws {
+        let nodes = try await startCluster(3)
+        let log = LedgerLog()
+        let regions = try await ledgersOnEveryNode(nodes, log: log)
+        let stop = TestLock(false)
+        let senders = regions.enumerated().map { sender, region in
+            Task { await Self.sendRounds(region, sender: sender, stop: stop) }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let leaving = nodes[2].cluster.node
+        let moved = Self.keys.filter { regions[0].owner(of: $0) == leaving }
+        #expect(!moved.isEmpty)
+        await regions[2].leave()
+        #expect(regions[2].statistics.local.active == 0, "the leaving node's activations stopped before it left")
+        for region in regions[0...1] {
+            await waitUntil("the others see two settled members") { region.members.count == 2 && region.isSettled }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        stop.withLock { $0 = true }
+        var sent = 0
+        for sender in senders { sent += await sender.value }
+
+        await waitUntil(timeout: .seconds(60), "every append handled (\(sent) sent)") { log.appendsHandled == sent }
+        #expect(log.appendsHandled == sent)
+        #expect(log.mostConcurrentActivationsOfOneKey == 1)
+        #expect(log.appendsOutOfOrder == 0)
+        for key in moved { #expect(try await regions[0].entity(key).ask(WhichNode()) != leaving.uid) }
+        #expect(regions.map(\.statistics.handoffTimeouts).reduce(0, +) == 0)
+        for node in nodes { await node.shutdown() }
+    }
+}
