@@ -8,6 +8,7 @@ import TroupeClusterMembership
 
     var sample: EntityBatch {
         EntityBatch(
+            sender: 0x1234_5678_9abc_def0,
             envelopes: [
                 EntityEnvelope(key: "user-42", payload: [1, 2, 3]),
                 EntityEnvelope(
@@ -22,6 +23,7 @@ import TroupeClusterMembership
 
     @Test func aBatchSurvivesTheRoundTrip() throws {
         let decoded = try EntityWire.decodeBatch(EntityWire.encode(sample))
+        #expect(decoded.sender == sample.sender)
         #expect(decoded.envelopes.map(\.key) == ["user-42", "ünïcode", ""])
         #expect(decoded.envelopes.map(\.payload) == [[1, 2, 3], [], []])
         #expect(decoded.envelopes.map(\.signal) == [nil, nil, sample.envelopes[2].signal])
@@ -46,10 +48,13 @@ import TroupeClusterMembership
     }
 
     @Test func countsAndLengthsBeyondTheBytesAreRefusedBeforeAnythingIsReserved() {
-        // 2^32 - 1 envelopes announced in 8 bytes.
-        #expect(throws: EntityWire.Malformed.self) { try EntityWire.decodeBatch([255, 255, 255, 255, 0, 0, 0, 0]) }
+        // 2^32 - 1 envelopes announced in 16 bytes.
+        #expect(throws: EntityWire.Malformed.self) {
+            try EntityWire.decodeBatch([1, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 0])
+        }
         // One envelope whose key claims 4 GiB.
         var writer = EntityWire.Writer()
+        writer.u64(1)
         writer.u32(1)
         writer.u32(0)
         writer.u32(.max)

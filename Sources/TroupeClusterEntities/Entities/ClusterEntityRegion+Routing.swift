@@ -24,7 +24,9 @@ extension ClusterEntityRegion: EntityInbox {
         let (next, closed, newcomers, change, drained) = placement.withLock {
             placement -> (PlacementView, [Outbox], [Outbox], Handoff.Change?, Bool) in
             if let newHosts { placement.hosts = newHosts }
-            if let leaver { placement.leavers.insert(leaver) }
+            if let leaver, let host = placement.hosts.first(where: { $0.id.node.uid == leaver }) {
+                placement.leavers.insert(host.id)
+            }
             var members: [PlacementView.Member] = []
             var leaving: [PlacementView.Member] = []
             var newcomers: [Outbox] = []
@@ -44,9 +46,11 @@ extension ClusterEntityRegion: EntityInbox {
                     newcomers.append(outbox)
                     member = .init(node: node, outbox: outbox)
                 }
-                if placement.leavers.contains(node.uid) { leaving.append(member) } else { members.append(member) }
+                if placement.leavers.contains(host.id) { leaving.append(member) } else { members.append(member) }
             }
-            placement.leavers.formIntersection(seen.map(\.uid))
+            // Kept while the listing lacks them for a moment (a listing can drop a host and
+            // show it again); a region made again on that node has a new host, not a leaver.
+            if placement.leavers.count > 1_000 { placement.leavers.formIntersection(placement.hosts.map(\.id)) }
             let old = placement.view
             let next = PlacementView(members: members, leaving: leaving)
             let kept = Set(next.confirmers.compactMap { $0.outbox.map(ObjectIdentifier.init) })
@@ -56,7 +60,10 @@ extension ClusterEntityRegion: EntityInbox {
             placement.view = next
             let change = placement.handoff.viewChanged(
                 fingerprint: next.fingerprint, confirmers: Set(next.confirmers.map(\.node.uid)))
-            if change?.isNew == true { placement.drained = nil }
+            if change?.isNew == true {
+                placement.drained = nil
+                releaseParked(adopting: next, in: &placement)
+            }
             return (next, closed, newcomers, change, placement.drained == next.fingerprint)
         }
         for outbox in closed { outbox.close() }
@@ -148,7 +155,12 @@ extension ClusterEntityRegion: EntityInbox {
     private func received(_ signal: HandoffSignal) {
         switch signal.kind {
         case .marker:
-            placement.withLock { $0.handoff.marker(signal.member, fingerprint: signal.fingerprint) }
+            placement.withLock { placement in
+                placement.handoff.marker(signal.member, fingerprint: signal.fingerprint)
+                // A line ahead of this node: what it sends next waits until this node adopts.
+                placement.ahead[signal.member] =
+                    placement.adopted.contains(signal.fingerprint) ? nil : signal.fingerprint
+            }
         case .confirm:
             confirmed(by: signal.member, fingerprint: signal.fingerprint)
         }
@@ -269,8 +281,86 @@ extension ClusterEntityRegion: EntityInbox {
         placement.withLock { ($0.view, $0.handoff.isSettled) }
     }
 
+    /// ``snapshot()``, and whether `line` is ahead of this node.
+    private func snapshot(line: UInt64) -> (view: PlacementView, settled: Bool, ahead: Bool) {
+        placement.withLock { ($0.view, $0.handoff.isSettled, $0.ahead[line] != nil) }
+    }
+
+    // MARK: Parking
+
+    /// Parks `item` when `line` is ahead of this node (its marker named owners this node has not
+    /// adopted: it routed `item` by them); false when it is not (the caller routes it).
+    private func park(_ item: Handoff.Held, from line: UInt64) -> Bool {
+        let (parked, epoch) = placement.withLock { placement -> (Bool, UInt64?) in
+            guard placement.ahead[line] != nil else { return (false, nil) }
+            placement.parked.append(item)
+            return (true, placement.parked.count == 1 ? placement.parkEpoch : nil)
+        }
+        guard parked else { return false }
+        counters.parked.add(1, ordering: .relaxed)
+        if let epoch {
+            // Owners this node never adopts (its listing never shows them) must not keep these
+            // for ever.
+            let timeout = handoffTimeout
+            Task { [weak self] in
+                try? await Task.sleep(for: timeout)
+                self?.releaseParked(epoch: epoch)
+            }
+        }
+        return true
+    }
+
+    /// At the adoption of `next` (under the placement's lock, the new view already in it):
+    /// the lines at `next` are no longer ahead, and what every line ahead sent goes on, in
+    /// order, by `next`: held here (this node's handoff of `next` has just begun) or sent to
+    /// its owner, before anything received after.
+    private func releaseParked(adopting next: PlacementView, in placement: inout Placement) {
+        placement.adopted.append(next.fingerprint)
+        if placement.adopted.count > 16 { placement.adopted.removeFirst() }
+        placement.ahead = placement.ahead.filter { $0.value != next.fingerprint }
+        guard !placement.parked.isEmpty else { return }
+        let parked = placement.parked
+        placement.parked = []
+        placement.parkEpoch += 1
+        for item in parked {
+            guard case .envelope(var envelope, let direct) = item else { continue }
+            if let owner = next.owner(of: envelope.key), let outbox = owner.outbox {
+                envelope.hops += 1
+                counters.forwarded.add(1, ordering: .relaxed)
+                outbox.send(envelope)
+                direct?(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
+            } else if !placement.handoff.hold(item) {
+                // Not reached: a new view is never settled at once. Delivered after the lock.
+                let region = self
+                Task { region.deliverNow(envelope, direct: direct) }
+            }
+        }
+    }
+
+    /// The timeout of a parking: what is still parked goes on by this node's view, and no
+    /// line counts as ahead any more.
+    private func releaseParked(epoch: UInt64) {
+        let parked = placement.withLock { placement -> [Handoff.Held] in
+            guard placement.parkEpoch == epoch, !placement.parked.isEmpty else { return [] }
+            defer {
+                placement.parked = []
+                placement.ahead = [:]
+                placement.parkEpoch += 1
+            }
+            return placement.parked
+        }
+        guard !parked.isEmpty else { return }
+        logger.warning(
+            "\(parked.count) items of \(name) waited \(handoffTimeout) for members this node has not heard of; routing them by its own"
+        )
+        for item in parked {
+            guard case .envelope(let envelope, let direct) = item else { continue }
+            if let direct { routeDirect(envelope, answer: direct) } else { route(envelope) }
+        }
+    }
+
     private func makeOutbox(to node: ClusterNode, host: EntityHost) -> Outbox {
-        Outbox(node: node, host: host, maximumFrameSize: cluster.settings.maximumFrameSize) {
+        Outbox(node: node, host: host, sender: cluster.node.uid, maximumFrameSize: cluster.settings.maximumFrameSize) {
             [weak self] batch, error in
             self?.failed(batch, sentTo: node, error: error)
         }
@@ -355,13 +445,18 @@ extension ClusterEntityRegion: EntityInbox {
     func receive(_ batch: EntityBatch) {
         counters.received.add(batch.envelopes.count { $0.signal == nil }, ordering: .relaxed)
         for answer in batch.answers { complete(answer) }
-        // The view is read again only after a handoff signal (one can change the handoff's phase).
-        var (current, settled) = snapshot()
+        // The view is read again only after a handoff signal (one can change the handoff's phase,
+        // or make this line one that is ahead of this node).
+        var (current, settled, ahead) = snapshot(line: batch.sender)
         for var envelope in batch.envelopes {
             if let signal = envelope.signal {
                 received(signal)
-                (current, settled) = snapshot()
+                (current, settled, ahead) = snapshot(line: batch.sender)
                 continue
+            }
+            if ahead {
+                if park(.envelope(envelope, direct: nil), from: batch.sender) { continue }
+                (current, settled, ahead) = snapshot(line: batch.sender)  // this node adopted meanwhile
             }
             guard let owner = current.owner(of: envelope.key) else {
                 undeliverable(envelope, reason: "no node holds the kind \(name)")
@@ -407,19 +502,28 @@ extension ClusterEntityRegion: EntityInbox {
     /// there, back to the asker), with `.forwarded` in this reply.
     func receiveAsk(_ envelope: EntityEnvelope) async -> EntityAnswer {
         counters.received.add(1, ordering: .relaxed)
+        // Safety: resumed exactly once: parked, forwarded or delivered, each path answers once
+        // (a delivered request's reply hands its outcome on once, and every path of
+        // `deliverHere` completes the reply or answers).
+        return await withUnsafeContinuation { continuation in
+            let answer: @Sendable (EntityAnswer) -> Void = { continuation.resume(returning: $0) }
+            if let origin = envelope.origin, park(.envelope(envelope, direct: answer), from: origin.uid) { return }
+            routeDirect(envelope, answer: answer)
+        }
+    }
+
+    /// A direct ask by this node's view: sent on to its owner (answered `.forwarded`), or
+    /// delivered here.
+    private func routeDirect(_ envelope: EntityEnvelope, answer: @escaping @Sendable (EntityAnswer) -> Void) {
         let (current, settled) = snapshot()
         if let owner = current.owner(of: envelope.key), let outbox = owner.outbox {
             var forwarded = envelope
             forwarded.hops += 1
             counters.forwarded.add(1, ordering: .relaxed)
             outbox.send(forwarded)
-            return EntityAnswer(askID: envelope.askID, code: .forwarded, payload: [])
+            return answer(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
         }
-        // Safety: resumed exactly once: the reply's outcome (answered, failed or dropped) is
-        // handed on once, and every path of `deliverHere` completes the reply or answers.
-        return await withUnsafeContinuation { continuation in
-            deliverHere(envelope, settled: settled) { continuation.resume(returning: $0) }
-        }
+        deliverHere(envelope, settled: settled, direct: answer)
     }
 
     /// Hands an item to the local directory: a message as it is; a request as its message,

@@ -70,6 +70,7 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         let handedOff = Atomic<Int>(0)
         let lost = Atomic<Int>(0)
         let undeliverable = Atomic<Int>(0)
+        let parked = Atomic<Int>(0)
     }
 
     /// Registers `kind` on this node and joins the kind's members: returns once this node is
@@ -194,7 +195,8 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
             lostInTransit: counters.lost.load(ordering: .relaxed),
             undeliverable: counters.undeliverable.load(ordering: .relaxed),
             asksWaiting: asks.withLock { $0.waitingCount },
-            heldForHandoff: handoff.heldCount, heldNow: handoff.heldNow, handoffTimeouts: handoff.timeouts)
+            heldForHandoff: handoff.heldCount, heldNow: handoff.heldNow, handoffTimeouts: handoff.timeouts,
+            parkedForNewerMembers: counters.parked.load(ordering: .relaxed))
     }
 
     /// Takes this node out of the kind's members, handing its identities off first: tells the
@@ -244,10 +246,22 @@ struct Placement: Sendable {
     var handoff = Handoff()
     /// The kind's hosts as the receptionist last listed them.
     var hosts: [EntityHost] = []
-    /// Members that announced they are leaving (dropped once they leave the listing).
-    var leavers: Set<UInt64> = []
+    /// The hosts of members that announced they are leaving (a region made again on that node
+    /// is a new host).
+    var leavers: Set<ClusterSystem.ActorID> = []
     /// The fingerprint this node has drained for (nothing of another owner runs here).
     var drained: UInt64?
+    /// The owners' fingerprints this node has adopted, the latest last (a few: enough to tell a
+    /// line that is behind this node from one that is ahead).
+    var adopted: [UInt64] = []
+    /// Lines (by sending member) whose last marker named owners this node has not adopted:
+    /// what they send was routed by newer owners than this node's.
+    var ahead: [UInt64: UInt64] = [:]
+    /// What those lines sent since, in order, until this node adopts new owners (or the
+    /// handoff timeout).
+    var parked: [Handoff.Held] = []
+    /// Counts releases of `parked` (a timeout names the parking it was started for).
+    var parkEpoch: UInt64 = 0
 }
 
 /// Breaks the cycle region → host → region: the host holds this, which holds the region weakly.

@@ -33,4 +33,7 @@ public struct ClusterEntityStatistics: Sendable, Hashable {
     /// Changes of members that this node stopped waiting for after
     /// ``ClusterEntityRegion/handoffTimeout``, some members not having confirmed them.
     public var handoffTimeouts: Int
+    /// Items that another node sent after telling this one it routes by members this node had
+    /// not heard of yet: they waited until it had (see the module's documentation, "Handoff").
+    public var parkedForNewerMembers: Int
 }

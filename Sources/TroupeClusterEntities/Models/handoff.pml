@@ -34,19 +34,21 @@
  * Which changes: -DJOIN, NEW joins (born with the new owners, the others adopt them in any
  * order); -DLEAVE, OLD leaves (it announces it, the others adopt the new owners in any order,
  * OLD last, as ClusterEntityRegion.leave does). Neither: every node adopts at a moment of its
- * own. Results (scripts/model-check.sh): a join keeps one activation and per-sender order; a
- * leave keeps one activation and loses nothing, but per-sender order only when the sender is
- * OLD or NEW: a third node's message can reach NEW before NEW has heard of the leave, be sent
- * to OLD, and come back behind a message that the same sender sent OLD earlier. Both go on to
- * NEW as forwarded messages, in the order OLD happened to read its two lines (the known gap;
- * the fix would park, until this node adopts, what a line sends after a marker of owners this
- * node has not adopted).
+ * own. All three keep one activation at a time, lose nothing and keep SENDER's order, for any
+ * SENDER (scripts/model-check.sh).
+ *
+ * Parking: a message that comes on a line after that line's marker of owners this node has
+ * not adopted was routed by owners newer than this node's: it waits, in order, until this node
+ * adopts them. Without it (-DBROKEN_NO_PARKING), a third node's message can reach NEW before NEW
+ * has heard of a leave, be sent to OLD, and come back behind a message that the same sender
+ * had sent OLD earlier: both reach NEW as forwarded messages, in the order OLD read its lines.
  *
  * Deliberately broken variants (each must make spin report an error):
  *   -DBROKEN_NO_HOLD           deliver at once while unsettled (no holding)
  *   -DBROKEN_NO_MARKER_WAIT    confirm without waiting for the other markers
  *   -DBROKEN_ARRIVAL_ORDER     flush in arrival order, not forwarded messages first
  *   -DBROKEN_ACTIVE_BYPASS     while flushing, a message for an active K skips what is held
+ *   -DBROKEN_NO_PARKING        route what a line ahead of this node sends by this node's owners
  */
 
 #ifndef NMSG
@@ -67,6 +69,8 @@ mtype = { MSG, MARKER, CONFIRM };
 
 chan line[9] = [CAP] of { mtype, byte, bool };   /* line[from * 3 + to]: kind, number, forwarded */
 chan held[3] = [NMSG] of { byte, bool };         /* a node's held messages: number, forwarded */
+chan parked[3] = [NMSG] of { byte, bool };       /* messages from a line that is ahead of this node */
+bool markerFrom[9];                              /* markerFrom[from * 3 + to]: the marker came */
 
 byte view[3];            /* 0: the old owners, 1: the new */
 bool running[3];
@@ -142,8 +146,16 @@ inline route(me, number, forwarded, onward) {
 inline receive(me, from) {
     line[from * 3 + me]?kind, number, forwarded;
     if
-    :: kind == MSG -> route(me, number, forwarded, true)
-    :: kind == MARKER -> markers[me]++
+    :: kind == MSG ->
+#ifndef BROKEN_NO_PARKING
+        if
+        :: view[me] == 0 && markerFrom[from * 3 + me] -> parked[me]!number, forwarded
+        :: else -> route(me, number, forwarded, true)
+        fi
+#else
+        route(me, number, forwarded, true)
+#endif
+    :: kind == MARKER -> markers[me]++; markerFrom[from * 3 + me] = true
     :: kind == CONFIRM ->
         confirms[me]++;
         if
@@ -169,7 +181,12 @@ end:
         view[me] = 1;
         phase[me] = (confirms[me] == 2 -> FLUSHING : AWAITING);
         line[me * 3 + (me + 1) % 3]!MARKER, 0, false;
-        line[me * 3 + (me + 2) % 3]!MARKER, 0, false
+        line[me * 3 + (me + 2) % 3]!MARKER, 0, false;
+        /* What lines ahead of this node sent meanwhile, in the order it came. */
+        do
+        :: nempty(parked[me]) -> parked[me]?number, forwarded; route(me, number, forwarded, true)
+        :: empty(parked[me]) -> break
+        od
     }
     /* Passivate K where it no longer belongs (its mailbox is handled: handling is delivery). */
     :: atomic { view[me] == 1 && running[me] && me != NEW -> running[me] = false }

@@ -13,7 +13,10 @@
 /// with no running activation here is held, and once confirmed, routed again by the view then
 /// current, forwarded items first (they were sent before the direct ones, by the owners before
 /// F). Running activations take their messages throughout; with no change of members, nothing
-/// is held.
+/// is held. A message that a line sends after its marker of owners this node has not adopted
+/// was routed by them: the region parks it until this node adopts them (a node that hears of
+/// a change late would otherwise route it by its older owners, and it could come back behind
+/// an earlier message of its sender). Model-checked: `Models/handoff.pml`.
 ///
 /// ```
 /// settled ──new owners──▶ awaiting ──every other member confirmed (or the timeout)──▶ flushing

@@ -6,6 +6,9 @@ import TroupeClusterMembership
 /// order they are listed, and a node sends one batch at a time to each other node, so the
 /// order in which one node sends to an entity is the order in which the entity receives.
 struct EntityBatch: Sendable {
+    /// The sending member's uid (which line this is: the handoff parks what a line sends after
+    /// a marker of owners this node has not adopted).
+    var sender: UInt64 = 0
     var envelopes: [EntityEnvelope] = []
     var answers: [EntityAnswer] = []
 

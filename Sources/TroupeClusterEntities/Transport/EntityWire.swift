@@ -6,7 +6,7 @@ import TroupeClusterMembership
 /// a node's time under load (perf, `troupe-bench cluster-entities`); as one `[UInt8]`, the
 /// cluster's binary coder moves the batch with one copy each way.
 ///
-/// Layout (integers little-endian): a batch is `u32 envelopes, u32 answers`, then each. An
+/// Layout (integers little-endian): a batch is `u64 sender, u32 envelopes, u32 answers`, then each. An
 /// envelope is `bytes key, bytes payload, u8 flags (1: request, 2: origin, 4: handoff signal),
 /// [bytes request], u64 askID, [bytes host, u32 port, u64 uid], u8 hops, [u8 signal kind,
 /// u64 fingerprint, u64 member]`; an answer is `u64 askID, u8 code,
@@ -23,7 +23,8 @@ enum EntityWire {
     static func encode(_ batch: EntityBatch) -> [UInt8] {
         var writer = Writer()
         writer.bytes.reserveCapacity(
-            8 + batch.envelopes.reduce(0) { $0 + $1.byteCount } + batch.answers.reduce(0) { $0 + $1.byteCount })
+            16 + batch.envelopes.reduce(0) { $0 + $1.byteCount } + batch.answers.reduce(0) { $0 + $1.byteCount })
+        writer.u64(batch.sender)
         writer.u32(UInt32(batch.envelopes.count))
         writer.u32(UInt32(batch.answers.count))
         for envelope in batch.envelopes { writer.envelope(envelope) }
@@ -33,9 +34,10 @@ enum EntityWire {
 
     static func decodeBatch(_ bytes: [UInt8]) throws(Malformed) -> EntityBatch {
         var reader = Reader(bytes: bytes)
+        let sender = try reader.u64()
         let envelopeCount = try reader.count(minimumItemSize: 18)
         let answerCount = try reader.count(minimumItemSize: 13)
-        var batch = EntityBatch()
+        var batch = EntityBatch(sender: sender)
         batch.envelopes.reserveCapacity(envelopeCount)
         for _ in 0..<envelopeCount { batch.envelopes.append(try reader.envelope()) }
         batch.answers.reserveCapacity(answerCount)

@@ -9,6 +9,8 @@ import TroupeClusterMembership
 final class Outbox: Sendable {
     let node: ClusterNode
     let host: EntityHost
+    /// This node's uid, stamped on every batch.
+    let sender: UInt64
     /// Batches up to this many items, or about this many bytes (below the cluster's frame
     /// limit, with room for the frame's header).
     let maximumItems = 512
@@ -31,11 +33,12 @@ final class Outbox: Sendable {
     }
 
     init(
-        node: ClusterNode, host: EntityHost, maximumFrameSize: Int,
+        node: ClusterNode, host: EntityHost, sender: UInt64, maximumFrameSize: Int,
         onFailure: @escaping @Sendable (EntityBatch, (any Error)?) -> Void
     ) {
         self.node = node
         self.host = host
+        self.sender = sender
         maximumBytes = max(1024, maximumFrameSize / 2)
         self.onFailure = onFailure
     }
@@ -125,7 +128,7 @@ final class Outbox: Sendable {
             var budget = (items: maximumItems, bytes: maximumBytes)
             let answers = state.answers.take(within: &budget, size: \.byteCount)
             let envelopes = state.envelopes.take(within: &budget, size: \.byteCount)
-            return EntityBatch(envelopes: envelopes, answers: answers)
+            return EntityBatch(sender: sender, envelopes: envelopes, answers: answers)
         }
     }
 }
