@@ -242,7 +242,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/TroupeClusterEntities"
+            path: "Sources/TroupeClusterEntities",
+            exclude: ["Models"]  // the handoff's spin model (scripts/model-check.sh)
         ),
         .testTarget(
             name: "TroupeClusterEntitiesTests",
