@@ -329,10 +329,10 @@ extension ClusterEntityRegion: EntityInbox {
                 counters.forwarded.add(1, ordering: .relaxed)
                 outbox.send(envelope)
                 direct?(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
-            } else if !placement.handoff.hold(item) {
-                // Not reached: a new view is never settled at once. Delivered after the lock.
-                let region = self
-                Task { region.deliverNow(envelope, direct: direct) }
+            } else {
+                // Held here: a view just adopted is never settled at once.
+                let held = placement.handoff.hold(item)
+                assert(held, "a new view's handoff was settled at once")
             }
         }
     }
@@ -355,7 +355,12 @@ extension ClusterEntityRegion: EntityInbox {
         )
         for item in parked {
             guard case .envelope(let envelope, let direct) = item else { continue }
-            if let direct { routeDirect(envelope, answer: direct) } else { route(envelope) }
+            if let direct {
+                let (current, settled) = snapshot()
+                routeDirect(envelope, view: current, settled: settled, answer: direct)
+            } else {
+                route(envelope)
+            }
         }
     }
 
@@ -507,15 +512,21 @@ extension ClusterEntityRegion: EntityInbox {
         // `deliverHere` completes the reply or answers).
         return await withUnsafeContinuation { continuation in
             let answer: @Sendable (EntityAnswer) -> Void = { continuation.resume(returning: $0) }
-            if let origin = envelope.origin, park(.envelope(envelope, direct: answer), from: origin.uid) { return }
-            routeDirect(envelope, answer: answer)
+            // One lock for the view and the line: parking (a second one) only when it is ahead.
+            var (current, settled, ahead) = snapshot(line: envelope.origin?.uid ?? 0)
+            if ahead, let origin = envelope.origin {
+                if park(.envelope(envelope, direct: answer), from: origin.uid) { return }
+                (current, settled, ahead) = snapshot(line: origin.uid)  // this node adopted meanwhile
+            }
+            routeDirect(envelope, view: current, settled: settled, answer: answer)
         }
     }
 
-    /// A direct ask by this node's view: sent on to its owner (answered `.forwarded`), or
-    /// delivered here.
-    private func routeDirect(_ envelope: EntityEnvelope, answer: @escaping @Sendable (EntityAnswer) -> Void) {
-        let (current, settled) = snapshot()
+    /// A direct ask by `view`: sent on to its owner (answered `.forwarded`), or delivered here.
+    private func routeDirect(
+        _ envelope: EntityEnvelope, view current: PlacementView, settled: Bool,
+        answer: @escaping @Sendable (EntityAnswer) -> Void
+    ) {
         if let owner = current.owner(of: envelope.key), let outbox = owner.outbox {
             var forwarded = envelope
             forwarded.hops += 1
