@@ -192,13 +192,11 @@ func ledgers(
     -> ClusterEntityRegion<Ledger.Message>
 {
     let uid = node.cluster.node.uid
-    // A handoff as patient as the nodes' SWIM settings: a CI machine running the stress suites
-    // under TSan beside these can take longer than the default 10 s to drain a line, and a
-    // handoff that times out is counted (the traffic tests check that none does).
+    // The default handoff timeout (10 s), shorter than `awaitMembers`' 30 s: a start that
+    // waits for a confirmation is ended by it (counted; the traffic tests check that none is).
     return try await ClusterEntityRegion(
         cluster: node.cluster,
-        kind: EntityKind("ledger", idleTimeout: idleTimeout) { id in Ledger(key: id.key, node: uid, log: log) },
-        handoffTimeout: .seconds(120))
+        kind: EntityKind("ledger", idleTimeout: idleTimeout) { id in Ledger(key: id.key, node: uid, log: log) })
 }
 
 /// The ledger kind on every node, once each sees all of them as members.

@@ -215,15 +215,12 @@ extension ClusterEntityRegion: EntityInbox {
     private func reroute(_ item: Handoff.Held) {
         let current = placement.withLock { $0.view }
         switch item {
-        case .envelope(var envelope, let direct):
+        case .envelope(let envelope, let direct):
             guard let owner = current.owner(of: envelope.key) else {
                 return undeliverable(envelope, reason: "no node holds the kind \(name)", direct: direct)
             }
             guard let outbox = owner.outbox else { return deliverNow(envelope, direct: direct) }
-            envelope.hops += 1
-            counters.forwarded.add(1, ordering: .relaxed)
-            outbox.send(envelope)
-            direct?(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
+            forward(envelope, through: outbox, direct: direct)
         case .message(let key, let boxed):
             // Safety of the cast: only `ClusterEntityRef<Message>.tell` holds messages here.
             let message = boxed as! Message
@@ -247,6 +244,18 @@ extension ClusterEntityRegion: EntityInbox {
                 logger.warning("a message for \(name)/\(key) is undeliverable: \(error)")
             }
         }
+    }
+
+    /// Sends `envelope` on to the node that owns it (one hop more); a direct ask hears
+    /// `.forwarded`, its answer coming through the lines.
+    private func forward(
+        _ envelope: EntityEnvelope, through outbox: Outbox, direct: (@Sendable (EntityAnswer) -> Void)?
+    ) {
+        var forwarded = envelope
+        forwarded.hops += 1
+        counters.forwarded.add(1, ordering: .relaxed)
+        outbox.send(forwarded)
+        direct?(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
     }
 
     /// Holds `item` while the view is not settled, when delivering it here now could start an
@@ -323,12 +332,9 @@ extension ClusterEntityRegion: EntityInbox {
         placement.parked = []
         placement.parkEpoch += 1
         for item in parked {
-            guard case .envelope(var envelope, let direct) = item else { continue }
+            guard case .envelope(let envelope, let direct) = item else { continue }
             if let owner = next.owner(of: envelope.key), let outbox = owner.outbox {
-                envelope.hops += 1
-                counters.forwarded.add(1, ordering: .relaxed)
-                outbox.send(envelope)
-                direct?(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
+                forward(envelope, through: outbox, direct: direct)
             } else {
                 // Held here: a view just adopted is never settled at once.
                 let held = placement.handoff.hold(item)
@@ -528,11 +534,7 @@ extension ClusterEntityRegion: EntityInbox {
         answer: @escaping @Sendable (EntityAnswer) -> Void
     ) {
         if let owner = current.owner(of: envelope.key), let outbox = owner.outbox {
-            var forwarded = envelope
-            forwarded.hops += 1
-            counters.forwarded.add(1, ordering: .relaxed)
-            outbox.send(forwarded)
-            return answer(EntityAnswer(askID: envelope.askID, code: .forwarded, payload: []))
+            return forward(envelope, through: outbox, direct: answer)
         }
         deliverHere(envelope, settled: settled, direct: answer)
     }
