@@ -33,6 +33,33 @@ struct ReceptionistAndWatchTests {
         await shutdownAll([nodes[0], nodes[1]])
     }
 
+    /// A listing nobody reads drops its oldest listings once 16 wait: the actors in them are
+    /// released then, and an actor whose last reference that was deinitialises and checks out,
+    /// inside the receptionist's change that caused the drop (this crashed on the receptionist's
+    /// lock, taken again by the same thread, before listings were handed out outside it).
+    @Test func aListingThatDropsTheLastReferenceToAnActorLetsItCheckOut() async throws {
+        let nodes = try await startCluster(1)
+        let receptionist = nodes[0].cluster.receptionist
+        var dropped: Greeter? = Greeter(actorSystem: nodes[0].cluster)
+        let droppedNumber = dropped!.id.number
+        try receptionist.checkIn(dropped!, with: .greeters)
+        var unread: AsyncStream<[Greeter]>? = receptionist.listing(of: .greeters)
+        receptionist.checkOut(dropped!, from: .greeters)
+        dropped = nil  // only the listing's first two listings hold it now
+        #expect(nodes[0].cluster.localActor(number: droppedNumber) != nil)
+        let other = Greeter(actorSystem: nodes[0].cluster)
+        for _ in 0..<10 {
+            try receptionist.checkIn(other, with: .greeters)
+            receptionist.checkOut(other, from: .greeters)
+        }
+        #expect(nodes[0].cluster.localActor(number: droppedNumber) == nil)
+        try receptionist.checkIn(other, with: .greeters)
+        #expect(receptionist.lookup(.greeters).map(\.id) == [other.id])
+        unread = nil
+        _ = unread
+        await nodes[0].shutdown()
+    }
+
     @Test func checkingInAnotherNodesActorIsRefused() async throws {
         let nodes = try await startCluster(2)
         let greeter = Greeter(actorSystem: nodes[1].cluster)

@@ -23,6 +23,7 @@ public struct ClusterReceptionist: Sendable {
             if added { table.notify(key.wireKey, node: system.node) }
             return added
         }
+        system.deliverListings()
         if added { system.broadcast(.receptionist(.init(operation: .checkIn, entries: [entry]))) }
     }
 
@@ -34,6 +35,7 @@ public struct ClusterReceptionist: Sendable {
             if removed { table.notify(key.wireKey, node: system.node) }
             return removed
         }
+        system.deliverListings()
         if removed {
             let entry = WireEnvelope.ReceptionistUpdate.Entry(key: key.wireKey, actorNumber: actor.id.number)
             system.broadcast(.receptionist(.init(operation: .checkOut, entries: [entry])))
@@ -57,11 +59,12 @@ public struct ClusterReceptionist: Sendable {
             let deliver: @Sendable ([ClusterActorID]) -> Void = { ids in
                 continuation.yield(ids.compactMap { try? Act.resolve(id: $0, using: system) })
             }
-            table.subscribers[key.wireKey, default: [:]][table.nextSubscriber] = ReceptionistSubscriber(
-                deliver: deliver, finish: { continuation.finish() })
-            deliver(table.ids(for: key.wireKey, node: system.node))
+            let subscriber = ReceptionistSubscriber(deliver: deliver, finish: { continuation.finish() })
+            table.subscribers[key.wireKey, default: [:]][table.nextSubscriber] = subscriber
+            table.undelivered.append((subscriber, table.ids(for: key.wireKey, node: system.node)))
             return table.nextSubscriber
         }
+        system.deliverListings()
         guard let id else {
             continuation.finish()
             return stream
@@ -89,6 +92,15 @@ struct ReceptionistTable {
     var subscribers: [String: [UInt64: ReceptionistSubscriber]] = [:]
     var nextSubscriber: UInt64 = 0
     var finished = false
+    /// Listings made under the lock, in the order of the changes, for ``ClusterSystem/deliverListings()``
+    /// to hand out after it: never under the lock, because a stream that drops its oldest
+    /// buffered listing releases the actors in it, and an actor's deinit checks out, which
+    /// takes this lock (seen: a node going down, the dropped listing's last reference to a
+    /// region's host).
+    var undelivered: [(ReceptionistSubscriber, [ClusterActorID])] = []
+    /// Whether a thread is handing `undelivered` out: the others only queue, so that every
+    /// subscriber sees the listings in the order of the changes.
+    var delivering = false
 
     func ids(for key: String, node: ClusterNode) -> [ClusterActorID] {
         var ids = (local[key] ?? []).sorted().map { ClusterActorID(node: node, number: $0) }
@@ -98,10 +110,11 @@ struct ReceptionistTable {
         return ids
     }
 
-    func notify(_ key: String, node: ClusterNode) {
+    /// Queues `key`'s listing now for its subscribers (handed out by ``ClusterSystem/deliverListings()``).
+    mutating func notify(_ key: String, node: ClusterNode) {
         guard let subscribers = subscribers[key], !subscribers.isEmpty else { return }
         let current = ids(for: key, node: node)
-        for subscriber in subscribers.values { subscriber.deliver(current) }
+        for subscriber in subscribers.values { undelivered.append((subscriber, current)) }
     }
 }
 
@@ -145,6 +158,7 @@ extension ClusterSystem {
             }
             for key in touched { table.notify(key, node: node) }
         }
+        deliverListings()
     }
 
     func removeReceptionistEntries(of member: ClusterNode) {
@@ -152,6 +166,7 @@ extension ClusterSystem {
             guard let keys = table.remote.removeValue(forKey: member) else { return }
             for key in keys.keys { table.notify(key, node: node) }
         }
+        deliverListings()
     }
 
     /// A local actor deinitialised: its check-ins go.
@@ -164,9 +179,31 @@ extension ClusterSystem {
             }
             return keys
         }
+        deliverListings()
         guard !keys.isEmpty else { return }
         let entries = keys.map { WireEnvelope.ReceptionistUpdate.Entry(key: $0, actorNumber: number) }
         broadcast(.receptionist(.init(operation: .checkOut, entries: entries)))
+    }
+
+    /// Hands the queued listings to their subscribers, outside the table's lock, in the order
+    /// they were queued. One thread at a time hands them out: a call while another thread (or
+    /// this one, further up: a deinit a delivery caused) is at it returns at once, and that
+    /// thread takes what was queued.
+    func deliverListings() {
+        var batch = receptionistTable.withLock { table -> [(ReceptionistSubscriber, [ClusterActorID])] in
+            guard !table.delivering, !table.undelivered.isEmpty else { return [] }
+            table.delivering = true
+            defer { table.undelivered = [] }
+            return table.undelivered
+        }
+        while !batch.isEmpty {
+            for (subscriber, ids) in batch { subscriber.deliver(ids) }
+            batch = receptionistTable.withLock { table in
+                defer { table.undelivered = [] }
+                if table.undelivered.isEmpty { table.delivering = false }
+                return table.undelivered
+            }
+        }
     }
 
     func finishReceptionist() {
