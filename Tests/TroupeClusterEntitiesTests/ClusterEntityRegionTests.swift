@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 import Troupe
 import TroupeCluster
@@ -153,6 +154,45 @@ struct ClusterEntityRegionTests {
         }
     }
 
+    /// A join waits until the old home has stopped what moved: while an activation there cannot
+    /// stop (its handler blocks the node's only worker), the new node is not settled, and
+    /// `awaitMembers` says which node it waits for; once it stops, the handoff completes without
+    /// the timeout.
+    @Test func aJoinWaitsUntilWhatMovedHasStoppedAndAwaitMembersNamesTheNode() async throws {
+        try await withCluster(2) { nodes in
+            let gate = Gate()
+            defer { gate.open() }  // never leave a worker blocked behind a failed expectation
+            let blockers = { (node: Node) in
+                try await ClusterEntityRegion(
+                    cluster: node.cluster, kind: EntityKind("blocker") { _ in Blocker(gate: gate) })
+            }
+            let old = try await blockers(nodes[1])
+            try await old.awaitMembers(1, timeout: .seconds(30))
+            let keys = (0..<20).map { "b\($0)" }
+            for key in keys { old.entity(key).tell(.hold) }  // all on the only member; the first blocks
+            let new = try await blockers(nodes[0])
+            await waitUntil("the regions see each other") { new.members.count == 2 && old.members.count == 2 }
+            #expect(keys.contains { new.owner(of: $0) == nodes[0].cluster.node }, "some identities moved")
+            do throws(ClusterEntityError) {
+                try await new.awaitMembers(2, timeout: .milliseconds(500))
+                Issue.record("settled while an activation that moved still ran on the old home")
+            } catch {
+                guard case .notSettled(let members, let unconfirmed, _) = error else {
+                    Issue.record("expected notSettled, got \(error)")
+                    return
+                }
+                #expect(members == 2)
+                #expect(unconfirmed == ["\(nodes[1].cluster.node)"])
+                #expect("\(error)".contains("waits for a confirmation from \(nodes[1].cluster.node)"))
+            }
+            #expect(!new.isSettled)
+            gate.open()
+            try await new.awaitMembers(2, timeout: .seconds(30))
+            try await old.awaitMembers(2, timeout: .seconds(30))
+            #expect(new.statistics.handoffTimeouts + old.statistics.handoffTimeouts == 0)
+        }
+    }
+
     @Test func aNodeThatShutsDownIsReplacedOnTheNextMessage() async throws {
         let nodes = try await startCluster(3)
         let log = LedgerLog()
@@ -171,4 +211,21 @@ struct ClusterEntityRegionTests {
         await nodes[0].shutdown()
         await nodes[1].shutdown()
     }
+}
+
+/// Blocks its node's worker until `gate` opens: an activation that cannot stop yet.
+struct Blocker: ActorDefinition {
+    enum Message: Codable, Sendable { case hold }
+    let gate: Gate
+    func receive(_ message: Message, context: ActorContext<Message>) { gate.pass() }
+}
+
+/// Closed until opened; then every waiter passes.
+final class Gate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func pass() {
+        semaphore.wait()
+        semaphore.signal()
+    }
+    func open() { semaphore.signal() }
 }

@@ -13,7 +13,10 @@ import TroupeClusterMembership
                 EntityEnvelope(key: "user-42", payload: [1, 2, 3]),
                 EntityEnvelope(
                     key: "ünïcode", payload: [], request: "9Ledger7EntriesV", askID: 77, origin: origin, hops: 2),
-                .signal(HandoffSignal(kind: .confirm, fingerprint: 0xabcd_ef01_2345_6789, member: 42)),
+                .signal(
+                    HandoffSignal(
+                        kind: .confirm, fingerprint: 0xabcd_ef01_2345_6789, member: 42,
+                        incarnation: 0x0102_0304_0506_0708)),
             ],
             answers: [
                 EntityAnswer(askID: 5, code: .value, payload: Array(repeating: 9, count: 300)),
@@ -77,12 +80,13 @@ import TroupeClusterMembership
         flagged[9] = 0x80
         #expect(throws: EntityWire.Malformed.self) { try EntityWire.decodeEnvelope(flagged) }
         // A handoff signal of an unknown kind, and one that also names an entity.
-        var signal = EntityWire.encode(EntityEnvelope.signal(HandoffSignal(kind: .marker, fingerprint: 1, member: 2)))
+        var signal = EntityWire.encode(
+            EntityEnvelope.signal(HandoffSignal(kind: .marker, fingerprint: 1, member: 2, incarnation: 3)))
         #expect(throws: Never.self) { try EntityWire.decodeEnvelope(signal) }
         signal[4 + 4 + 1 + 8 + 1] = 9
         #expect(throws: EntityWire.Malformed.self) { try EntityWire.decodeEnvelope(signal) }
         var named = EntityEnvelope(key: "k", payload: [])
-        named.signal = HandoffSignal(kind: .marker, fingerprint: 1, member: 2)
+        named.signal = HandoffSignal(kind: .marker, fingerprint: 1, member: 2, incarnation: 3)
         #expect(throws: EntityWire.Malformed.self) { try EntityWire.decodeEnvelope(EntityWire.encode(named)) }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Testing
 import Troupe
@@ -31,7 +32,10 @@ func startNode(seeds: [ClusterNode] = []) async throws -> Node {
     membership.suspicionTimeout = .seconds(20)
     membership.downAfter = .seconds(30)
     var logger = Logger(label: "test")
-    logger.logLevel = .critical
+    // TROUPE_TEST_LOG_LEVEL=warning shows what the regions log (a handoff timeout says who it
+    // waited for).
+    logger.logLevel =
+        ProcessInfo.processInfo.environment["TROUPE_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
     let settings = ClusterSettings(
         clusterName: "entities", port: 0, seeds: seeds.map { ($0.host, $0.port) }, secret: secret,
         callTimeout: .seconds(10), membership: membership, logger: logger)

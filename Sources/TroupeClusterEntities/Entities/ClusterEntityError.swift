@@ -15,6 +15,11 @@ public enum ClusterEntityError: Error, Sendable, CustomStringConvertible {
     case remote(String)
     /// ``ClusterEntityRegion/awaitMembers(_:timeout:)`` saw fewer members than asked for.
     case tooFewMembers(expected: Int, present: Int, after: Duration)
+    /// ``ClusterEntityRegion/awaitMembers(_:timeout:)`` saw the members, but the handoff of
+    /// the last change of them was not confirmed yet by `unconfirmed` (nodes, as
+    /// `ClusterNode` describes them): they have not yet stopped what moved away from them, or
+    /// did not answer. The region settles by itself after its `handoffTimeout`.
+    case notSettled(members: Int, unconfirmed: [String], after: Duration)
     /// No node holds the kind now, as this node sees the members (every region of it left or
     /// went down).
     case noMembers(kind: String)
@@ -32,6 +37,8 @@ public enum ClusterEntityError: Error, Sendable, CustomStringConvertible {
         case .remote(let message): "the entity's node answered with a failure: \(message)"
         case .tooFewMembers(let expected, let present, let after):
             "\(present) of \(expected) members hold the kind after \(after): start the other nodes, or wait longer"
+        case .notSettled(let members, let unconfirmed, let after):
+            "the \(members) members hold the kind, but after \(after) the handoff of their last change waits for a confirmation from \(unconfirmed.isEmpty ? "no one (it is finishing)" : unconfirmed.joined(separator: ", ")): wait longer, or check those nodes (the region starts activations anyway after its handoffTimeout)"
         case .noMembers(let kind):
             "no node holds the entity kind \(kind) now: make its ClusterEntityRegion on a node of the cluster"
         case .registration(let message): message

@@ -58,8 +58,9 @@ extension ClusterEntityRegion: EntityInbox {
                 member.outbox.flatMap { kept.contains(ObjectIdentifier($0)) ? nil : $0 }
             }
             placement.view = next
-            let change = placement.handoff.viewChanged(
-                fingerprint: next.fingerprint, confirmers: Set(next.confirmers.map(\.node.uid)))
+            let confirmers = Dictionary(
+                next.confirmers.map { ($0.node.uid, $0.outbox?.host.id.number ?? 0) }, uniquingKeysWith: max)
+            let change = placement.handoff.viewChanged(fingerprint: next.fingerprint, confirmers: confirmers)
             if change?.isNew == true {
                 placement.drained = nil
                 releaseParked(adopting: next, in: &placement)
@@ -67,12 +68,17 @@ extension ClusterEntityRegion: EntityInbox {
             return (next, closed, newcomers, change, placement.drained == next.fingerprint)
         }
         for outbox in closed { outbox.close() }
+        if let change {
+            logger.debug(
+                "members: owners \(String(next.fingerprint, radix: 16)) (generation \(change.generation), new: \(change.isNew), confirmed: \(change.confirmed)): \(next.members.map(\.node)), leaving \(next.leaving.map(\.node)); lines closed: \(closed.count), opened: \(newcomers.count)"
+            )
+        }
         let moved = local.passivate { next.owner(of: $0)?.node != me }
         if moved > 0 {
             counters.handedOff.add(moved, ordering: .relaxed)
             logger.debug("members changed: \(moved) activations passivated, their identities moved")
         }
-        let marker = EntityEnvelope.signal(.init(kind: .marker, fingerprint: next.fingerprint, member: me.uid))
+        let marker = signal(.marker, of: next.fingerprint)
         if change?.isNew == true {
             // From here on this node routes by these owners: every other member hears so
             // behind what this node sent it before.
@@ -83,8 +89,7 @@ extension ClusterEntityRegion: EntityInbox {
             for outbox in newcomers {
                 outbox.send(marker)
                 if drained {
-                    outbox.send(
-                        EntityEnvelope.signal(.init(kind: .confirm, fingerprint: next.fingerprint, member: me.uid)))
+                    outbox.send(signal(.confirm, of: next.fingerprint))
                 }
             }
         }
@@ -94,7 +99,13 @@ extension ClusterEntityRegion: EntityInbox {
         } else if change.isNew {
             scheduleTimeout(of: change.generation)
         }
-        if change.isNew { startConfirming(next) }
+        if change.isNew { startConfirming(next, generation: change.generation) }
+    }
+
+    /// A handoff signal from this node's region.
+    private func signal(_ kind: HandoffSignal.Kind, of fingerprint: UInt64) -> EntityEnvelope {
+        .signal(
+            HandoffSignal(kind: kind, fingerprint: fingerprint, member: cluster.node.uid, incarnation: host.id.number))
     }
 
     /// Confirms `view` to every other member once this node may: when every other member's
@@ -102,8 +113,12 @@ extension ClusterEntityRegion: EntityInbox {
     /// none of the identities `view` moved away runs here any more (passivated, again if a
     /// message that reached one meanwhile started it again). The items held here for those
     /// identities go to their owners first, in the same lines. Stops when the view changes.
-    private func startConfirming(_ view: PlacementView) {
-        confirmedToAll.store(false, ordering: .releasing)
+    ///
+    /// Views are applied from several threads (the listing, another member's announcement, a
+    /// leave): a task started for an older generation than the one running is cancelled, not
+    /// installed (it would wait for a view that never comes back, and the newer one's task
+    /// with it).
+    private func startConfirming(_ view: PlacementView, generation: UInt64) {
         let task = Task { [weak self] in
             var markersCame = false
             while !markersCame {
@@ -118,11 +133,12 @@ extension ClusterEntityRegion: EntityInbox {
                 if region.drainMoved(view) { break }
                 try? await Task.sleep(for: .milliseconds(1))
             }
-            self?.confirm(view)
+            self?.confirm(view, generation: generation)
         }
         confirming.withLock { running in
-            running?.cancel()
-            running = task
+            guard (running?.generation ?? 0) < generation else { return task.cancel() }
+            running?.task.cancel()
+            running = (generation, task)
         }
     }
 
@@ -136,19 +152,19 @@ extension ClusterEntityRegion: EntityInbox {
         return false
     }
 
-    private func confirm(_ view: PlacementView) {
+    private func confirm(_ view: PlacementView, generation: UInt64) {
         let me = cluster.node
         let moved = placement.withLock { placement -> [Handoff.Held]? in
-            guard placement.view.fingerprint == view.fingerprint else { return nil }
+            guard placement.handoff.generation == generation else { return nil }
             placement.drained = view.fingerprint
             return placement.handoff.takeHeld { view.owner(of: $0.key)?.node != me }
         }
         guard let moved else { return }
         for item in moved { reroute(item) }
         placement.withLock { $0.handoff.routed(moved) }
-        let confirm = EntityEnvelope.signal(.init(kind: .confirm, fingerprint: view.fingerprint, member: me.uid))
+        let confirm = signal(.confirm, of: view.fingerprint)
         for member in placement.withLock({ $0.view }).confirmers { member.outbox?.send(confirm) }
-        confirmedToAll.store(true, ordering: .releasing)
+        confirmedGeneration.store(generation, ordering: .releasing)
     }
 
     /// A handoff signal from another member, in line with what it sent before.
@@ -156,21 +172,22 @@ extension ClusterEntityRegion: EntityInbox {
         switch signal.kind {
         case .marker:
             placement.withLock { placement in
-                placement.handoff.marker(signal.member, fingerprint: signal.fingerprint)
+                placement.handoff.marker(
+                    signal.member, incarnation: signal.incarnation, fingerprint: signal.fingerprint)
                 // A line ahead of this node: what it sends next waits until this node adopts.
                 placement.ahead[signal.member] =
                     placement.adopted.contains(signal.fingerprint) ? nil : signal.fingerprint
             }
         case .confirm:
-            confirmed(by: signal.member, fingerprint: signal.fingerprint)
+            confirmed(by: signal.member, incarnation: signal.incarnation, fingerprint: signal.fingerprint)
         }
     }
 
     /// Another member's confirmation: when it completes the current view's, what was held
     /// goes on.
-    func confirmed(by member: UInt64, fingerprint: UInt64) {
+    func confirmed(by member: UInt64, incarnation: UInt64, fingerprint: UInt64) {
         let (complete, generation) = placement.withLock {
-            ($0.handoff.confirm(member, fingerprint: fingerprint), $0.handoff.generation)
+            ($0.handoff.confirm(member, incarnation: incarnation, fingerprint: fingerprint), $0.handoff.generation)
         }
         if complete { flush(generation: generation) }
     }
@@ -183,13 +200,13 @@ extension ClusterEntityRegion: EntityInbox {
         Task { [weak self] in
             try? await Task.sleep(for: timeout)
             guard let self else { return }
-            let (expired, missing) = self.placement.withLock { placement in
-                let missing = placement.handoff.waitingFor
-                return (placement.handoff.timedOut(generation: generation), missing)
+            let (expired, state) = self.placement.withLock { placement in
+                let state = placement.handoffState
+                return (placement.handoff.timedOut(generation: generation), state)
             }
             guard expired else { return }
             self.logger.warning(
-                "handoff of \(self.name): \(missing.count) members did not confirm the new members within \(timeout); starting activations anyway"
+                "handoff of \(self.name): not every member confirmed the new members within \(timeout); starting activations anyway (\(state); confirmed by this node to all: \(self.confirmedGeneration.load(ordering: .acquiring) == generation))"
             )
             self.flush(generation: generation)
         }

@@ -51,9 +51,9 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     let key: ReceptionKey<EntityHost>
     let placement: Locked<Placement>
     /// The task that passivates what moved away after a change and then confirms the view.
-    let confirming = Locked<Task<Void, Never>?>(nil)
-    /// Whether that task has confirmed the current view to every other member.
-    let confirmedToAll = Atomic<Bool>(false)
+    let confirming = Locked<(generation: UInt64, task: Task<Void, Never>)?>(nil)
+    /// The handoff generation whose view that task last confirmed to every other member.
+    let confirmedGeneration = Atomic<UInt64>(0)
     let asks = Locked(PendingAsks())
     let requestTypes = Locked([String: any EntityRequest<Message>.Type]())
     let nextAskID = Atomic<UInt64>(0)
@@ -143,7 +143,7 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
 
     deinit {
         listening.withLock { $0 }?.cancel()
-        confirming.withLock { $0 }?.cancel()
+        confirming.withLock { $0 }?.task.cancel()
     }
 
     /// The reference to the entity with `key`, valid on every node, before the entity exists
@@ -176,7 +176,9 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         let deadline = clock.now + timeout
         while members.count < count || !isSettled {
             if clock.now >= deadline {
-                throw .tooFewMembers(expected: count, present: members.count, after: timeout)
+                let (present, unconfirmed) = placement.withLock { ($0.view.members.count, $0.unconfirmed) }
+                guard present >= count else { throw .tooFewMembers(expected: count, present: present, after: timeout) }
+                throw .notSettled(members: present, unconfirmed: unconfirmed.map { "\($0)" }, after: timeout)
             }
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -210,10 +212,19 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         guard !hasLeft.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let me = cluster.node.uid
         let others = placement.withLock { $0.view.confirmers }
+        let logger = self.logger
         await withTaskGroup(of: Void.self) { group in
             for member in others {
                 guard let host = member.outbox?.host else { continue }
-                group.addTask { try? await host.announceLeaving(member: me) }
+                group.addTask {
+                    do {
+                        try await host.announceLeaving(member: me)
+                    } catch {
+                        // That member learns of the leave from the check-out instead; until then
+                        // it waits for this node's confirmation as for any member's.
+                        logger.warning("leaving: \(member.node) did not take the announcement: \(error)")
+                    }
+                }
             }
         }
         applyView()
@@ -224,9 +235,10 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         let deadline = clock.now + timeout
         var handedOff = false
         while !handedOff, clock.now < deadline {
+            let (generation, confirmers) = placement.withLock { ($0.handoff.generation, $0.view.confirmers) }
             handedOff =
-                confirmedToAll.load(ordering: .acquiring)
-                && placement.withLock { $0.view.confirmers }.allSatisfy { $0.outbox?.isIdle ?? true }
+                confirmedGeneration.load(ordering: .acquiring) == generation
+                && confirmers.allSatisfy { $0.outbox?.isIdle ?? true }
             if !handedOff { try? await Task.sleep(for: .milliseconds(2)) }
         }
         if !handedOff {
@@ -262,6 +274,21 @@ struct Placement: Sendable {
     var parked: [Handoff.Held] = []
     /// Counts releases of `parked` (a timeout names the parking it was started for).
     var parkEpoch: UInt64 = 0
+
+    /// The members (and leavers) whose confirmation of the current view has not come.
+    var unconfirmed: [ClusterNode] { nodes(handoff.waitingFor) }
+
+    /// What the handoff waits for, by node, for a log line.
+    var handoffState: String {
+        "owners \(String(view.fingerprint, radix: 16)) (generation \(handoff.generation)), \(view.members.count) members, "
+            + "\(view.leaving.count) leaving; confirmations missing from \(nodes(handoff.waitingFor)); markers missing "
+            + "from \(nodes(handoff.markersMissing)); drained here: \(drained == view.fingerprint); \(handoff.heldNow) "
+            + "held, \(parked.count) parked, \(ahead.count) lines ahead"
+    }
+
+    private func nodes(_ uids: Set<UInt64>) -> [ClusterNode] {
+        (view.members + view.leaving).map(\.node).filter { uids.contains($0.uid) }.sorted { $0.uid < $1.uid }
+    }
 }
 
 /// Breaks the cycle region → host → region: the host holds this, which holds the region weakly.

@@ -18,6 +18,12 @@
 /// a change late would otherwise route it by its older owners, and it could come back behind
 /// an earlier message of its sender). Model-checked: `Models/handoff.pml`.
 ///
+/// A member's signals are kept across views, its latest one per kind: one that came while
+/// this node's view lacked the member (a listing that showed the members one by one, or
+/// dropped one for a moment) still counts once the member is back, because the member sends
+/// it only once per change of its own. Only a newer region of the kind on that node (a higher
+/// incarnation) makes them stale.
+///
 /// ```
 /// settled ──new owners──▶ awaiting ──every other member confirmed (or the timeout)──▶ flushing
 ///    ▲                      ▲  └──────────────new owners (again)──────────┐            │
@@ -78,11 +84,22 @@ struct Handoff: Sendable {
     private(set) var waitingFor: Set<UInt64> = []
     /// The other members whose marker of the current view has not come yet.
     private(set) var markersMissing: Set<UInt64> = []
-    /// The last marker each other member sent.
-    private var markers: [UInt64: UInt64] = [:]
+    /// The last marker each other member sent (by uid), from its latest region.
+    private var markers: [UInt64: Signal] = [:]
     /// The last fingerprint each other member confirmed (a confirmation can come before this
-    /// node has the same view).
-    private var confirmations: [UInt64: UInt64] = [:]
+    /// node has the same view, or while the member is missing from it).
+    private var confirmations: [UInt64: Signal] = [:]
+    /// The regions whose signals the current view counts: each confirmer's incarnation.
+    private var incarnations: [UInt64: UInt64] = [:]
+
+    /// A member's latest signal of one kind, and which of its regions sent it.
+    struct Signal: Equatable {
+        let incarnation: UInt64
+        let fingerprint: UInt64
+    }
+
+    /// How many members' signals are remembered before those not in the view are forgotten.
+    static let rememberedMembers = 1_024
     private var held: [Held] = []
     /// Held items per identity, until routed (also while a flush routes them): a message for
     /// an identity with some must queue behind them, even once the identity is active.
@@ -105,14 +122,25 @@ struct Handoff: Sendable {
     }
 
     /// The view's owners now have `fingerprint`, and `confirmers` (the other members, and
-    /// those that announced they are leaving) must confirm it. nil when nothing changes.
-    mutating func viewChanged(fingerprint: UInt64, confirmers: Set<UInt64>) -> Change? {
-        confirmations = confirmations.filter { confirmers.contains($0.key) }
-        markers = markers.filter { confirmers.contains($0.key) }
+    /// those that announced they are leaving, by uid, with the incarnation of their region in
+    /// the view) must confirm it. nil when nothing changes.
+    mutating func viewChanged(fingerprint: UInt64, confirmers: [UInt64: UInt64]) -> Change? {
+        incarnations = confirmers
+        // A newer region on a member's node: what the older one said is stale.
+        let current = { (uid: UInt64, signal: Signal) in signal.incarnation >= (confirmers[uid] ?? 0) }
+        markers = markers.filter(current)
+        confirmations = confirmations.filter(current)
+        if markers.count + confirmations.count > Self.rememberedMembers {
+            markers = markers.filter { confirmers[$0.key] != nil }
+            confirmations = confirmations.filter { confirmers[$0.key] != nil }
+        }
+        let members = Set(confirmers.keys)
         guard fingerprint != self.fingerprint || generation == 0 else {
-            // Same owners: members that left the listing no longer need to confirm.
-            waitingFor.formIntersection(confirmers)
-            markersMissing.formIntersection(confirmers)
+            // Same owners: members that left the listing no longer need to confirm. (A region
+            // made again on a member's node, with the same owners, held its activations until
+            // this node confirmed to it: it runs nothing this node owns.)
+            waitingFor.formIntersection(members)
+            markersMissing.formIntersection(members)
             if phase == .awaiting, waitingFor.isEmpty {
                 phase = .flushing
                 return Change(generation: generation, confirmed: true, isNew: false)
@@ -121,16 +149,17 @@ struct Handoff: Sendable {
         }
         self.fingerprint = fingerprint
         generation += 1
-        waitingFor = confirmers.filter { confirmations[$0] != fingerprint }
-        markersMissing = confirmers.filter { markers[$0] != fingerprint }
+        waitingFor = members.filter { confirmations[$0]?.fingerprint != fingerprint }
+        markersMissing = members.filter { markers[$0]?.fingerprint != fingerprint }
         phase = waitingFor.isEmpty ? .flushing : .awaiting
         return Change(generation: generation, confirmed: waitingFor.isEmpty, isNew: true)
     }
 
     /// `member` has confirmed `fingerprint`. True when that completes the current view's
     /// confirmations: the region starts the flush.
-    mutating func confirm(_ member: UInt64, fingerprint: UInt64) -> Bool {
-        confirmations[member] = fingerprint
+    mutating func confirm(_ member: UInt64, incarnation: UInt64, fingerprint: UInt64) -> Bool {
+        guard remember(Signal(incarnation: incarnation, fingerprint: fingerprint), from: member, in: &confirmations)
+        else { return false }
         guard phase == .awaiting, fingerprint == self.fingerprint, waitingFor.remove(member) != nil else {
             return false
         }
@@ -142,9 +171,20 @@ struct Handoff: Sendable {
     }
 
     /// `member`'s marker of `fingerprint` came: everything it sent before is here.
-    mutating func marker(_ member: UInt64, fingerprint: UInt64) {
-        markers[member] = fingerprint
+    mutating func marker(_ member: UInt64, incarnation: UInt64, fingerprint: UInt64) {
+        guard remember(Signal(incarnation: incarnation, fingerprint: fingerprint), from: member, in: &markers)
+        else { return }
         if fingerprint == self.fingerprint { markersMissing.remove(member) }
+    }
+
+    /// Keeps `signal` as `member`'s latest; false when an older region of the member sent it
+    /// (than one heard from before, or than the one in the view).
+    private func remember(_ signal: Signal, from member: UInt64, in signals: inout [UInt64: Signal]) -> Bool {
+        guard signal.incarnation >= max(signals[member]?.incarnation ?? 0, incarnations[member] ?? 0) else {
+            return false
+        }
+        signals[member] = signal
+        return true
     }
 
     /// Takes the held items that `matches` selects, in order (the items for identities that

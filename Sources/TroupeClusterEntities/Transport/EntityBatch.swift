@@ -54,6 +54,10 @@ struct HandoffSignal: Sendable, Equatable {
     let fingerprint: UInt64
     /// The sending member's uid.
     let member: UInt64
+    /// Which of that node's regions of the kind sent it: its host's actor number, which grows
+    /// each time a region of the kind is made again on the node. A signal of an older one is
+    /// stale (that region is gone: what it confirmed says nothing of the new one's activations).
+    let incarnation: UInt64
 }
 
 /// The outcome of a request, for the node that asked it.

@@ -9,7 +9,7 @@ import TroupeClusterMembership
 /// Layout (integers little-endian): a batch is `u64 sender, u32 envelopes, u32 answers`, then each. An
 /// envelope is `bytes key, bytes payload, u8 flags (1: request, 2: origin, 4: handoff signal),
 /// [bytes request], u64 askID, [bytes host, u32 port, u64 uid], u8 hops, [u8 signal kind,
-/// u64 fingerprint, u64 member]`; an answer is `u64 askID, u8 code,
+/// u64 fingerprint, u64 member, u64 incarnation]`; an answer is `u64 askID, u8 code,
 /// bytes payload`; `bytes` is a `u32` length and that many bytes.
 ///
 /// The bytes come from an authenticated member, yet reading trusts nothing: every length is
@@ -111,6 +111,7 @@ enum EntityWire {
                 u8(signal.kind.rawValue)
                 u64(signal.fingerprint)
                 u64(signal.member)
+                u64(signal.incarnation)
             }
         }
 
@@ -203,7 +204,7 @@ enum EntityWire {
                 guard request == nil, origin == nil, key.isEmpty, payload.isEmpty else {
                     throw Malformed(reason: "a handoff signal with an entity's fields")
                 }
-                signal = HandoffSignal(kind: kind, fingerprint: try u64(), member: try u64())
+                signal = HandoffSignal(kind: kind, fingerprint: try u64(), member: try u64(), incarnation: try u64())
             }
             return EntityEnvelope(
                 key: key, payload: payload, request: request, askID: askID, origin: origin, hops: hops,
