@@ -155,7 +155,12 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     /// The node that owns `key` in this node's view of the members (nil when none holds the
     /// kind, after ``leave(timeout:)`` on the last).
     public func owner(of key: String) -> ClusterNode? {
-        placement.withLock { $0.view }.owner(of: key)?.node
+        // The key hashed before the lock; under it, only the members' scores and one copy of
+        // the owner's node (no reference to the view or its line taken and dropped).
+        let hash = RendezvousPlacement.keyHash(key)
+        return placement.withLock { placement in
+            RendezvousPlacement.owner(keyHash: hash, among: placement.view.uids).map { placement.view.members[$0].node }
+        }
     }
 
     /// The nodes holding the kind, as this node sees them now (this one included, until it

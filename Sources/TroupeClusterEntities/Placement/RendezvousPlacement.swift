@@ -35,7 +35,11 @@ enum RendezvousPlacement {
     /// The index in `uids` of the member that owns `key`; nil when there are none. Ties (two
     /// equal 64-bit scores) go to the larger uid, so the choice never depends on order.
     static func owner(of key: String, among uids: [UInt64]) -> Int? {
-        let hash = keyHash(key)
+        owner(keyHash: keyHash(key), among: uids)
+    }
+
+    /// ``owner(of:among:)`` for a key already hashed with ``keyHash(_:)``.
+    static func owner(keyHash hash: UInt64, among uids: [UInt64]) -> Int? {
         var best: Int?
         var bestScore: UInt64 = 0
         for (index, uid) in uids.enumerated() {
