@@ -18,28 +18,26 @@ public struct ClusterReceptionist: Sendable {
     public func checkIn<Act>(_ actor: Act, with key: ReceptionKey<Act>) throws(ReceptionistError) {
         guard actor.id.node == system.node else { throw .notLocal(actor.id) }
         let entry = WireEnvelope.ReceptionistUpdate.Entry(key: key.wireKey, actorNumber: actor.id.number)
-        let added = system.receptionistTable.withLock { table in
-            let added = table.local[key.wireKey, default: []].insert(actor.id.number).inserted
-            if added { table.notify(key.wireKey, node: system.node) }
-            return added
+        system.receptionistTable.withLock { table in
+            guard table.local[key.wireKey, default: []].insert(actor.id.number).inserted else { return }
+            table.notify(key.wireKey, node: system.node)
+            // Sent under the lock: see `sendReceptionistSnapshot(to:)`.
+            system.broadcast(.receptionist(.init(operation: .checkIn, entries: [entry])))
         }
         system.deliverListings()
-        if added { system.broadcast(.receptionist(.init(operation: .checkIn, entries: [entry]))) }
     }
 
     /// Removes `actor` from `key`'s listing everywhere.
     public func checkOut<Act>(_ actor: Act, from key: ReceptionKey<Act>) {
         guard actor.id.node == system.node else { return }
-        let removed = system.receptionistTable.withLock { table in
-            let removed = table.local[key.wireKey]?.remove(actor.id.number) != nil
-            if removed { table.notify(key.wireKey, node: system.node) }
-            return removed
-        }
-        system.deliverListings()
-        if removed {
+        system.receptionistTable.withLock { table in
+            guard table.local[key.wireKey]?.remove(actor.id.number) != nil else { return }
+            table.notify(key.wireKey, node: system.node)
+            // Sent under the lock: see `sendReceptionistSnapshot(to:)`.
             let entry = WireEnvelope.ReceptionistUpdate.Entry(key: key.wireKey, actorNumber: actor.id.number)
             system.broadcast(.receptionist(.init(operation: .checkOut, entries: [entry])))
         }
+        system.deliverListings()
     }
 
     /// The actors listed under `key` now, on every node this node knows of (its own first).
@@ -130,13 +128,19 @@ extension ClusterSystem {
         for association in peers { association.send(envelope) }
     }
 
+    /// Sends this node's check-ins to a new association. Under the table's lock, as every
+    /// check-in's and check-out's broadcast is: the peer applies them in the order they were
+    /// made. Made and sent apart, a snapshot taken before a check-in could be sent after the
+    /// check-in's broadcast, and the peer, replacing this node's entries with the snapshot,
+    /// lost the check-in for good (seen: a region made as two nodes associated never appeared
+    /// in the other node's listing).
     func sendReceptionistSnapshot(to association: Association) {
-        let entries = receptionistTable.withLock { table in
-            table.local.flatMap { key, numbers in
+        receptionistTable.withLock { table in
+            let entries = table.local.flatMap { key, numbers in
                 numbers.map { WireEnvelope.ReceptionistUpdate.Entry(key: key, actorNumber: $0) }
             }
+            association.send(.receptionist(.init(operation: .snapshot, entries: entries)))
         }
-        association.send(.receptionist(.init(operation: .snapshot, entries: entries)))
     }
 
     func applyReceptionistUpdate(_ update: WireEnvelope.ReceptionistUpdate, from peer: ClusterNode) {
@@ -171,18 +175,18 @@ extension ClusterSystem {
 
     /// A local actor deinitialised: its check-ins go.
     func checkOutEverywhere(_ number: UInt64) {
-        let keys = receptionistTable.withLock { table -> [String] in
+        receptionistTable.withLock { table in
             let keys = table.local.filter { $0.value.contains(number) }.map(\.key)
+            guard !keys.isEmpty else { return }
             for key in keys {
                 table.local[key]?.remove(number)
                 table.notify(key, node: node)
             }
-            return keys
+            // Sent under the lock: see `sendReceptionistSnapshot(to:)`.
+            let entries = keys.map { WireEnvelope.ReceptionistUpdate.Entry(key: $0, actorNumber: number) }
+            broadcast(.receptionist(.init(operation: .checkOut, entries: entries)))
         }
         deliverListings()
-        guard !keys.isEmpty else { return }
-        let entries = keys.map { WireEnvelope.ReceptionistUpdate.Entry(key: $0, actorNumber: number) }
-        broadcast(.receptionist(.init(operation: .checkOut, entries: entries)))
     }
 
     /// Hands the queued listings to their subscribers, outside the table's lock, in the order
