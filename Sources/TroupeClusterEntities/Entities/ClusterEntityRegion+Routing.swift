@@ -20,9 +20,12 @@ extension ClusterEntityRegion: EntityInbox {
     /// node's moved activations have stopped.
     func applyView(hosts newHosts: [EntityHost]? = nil, leaving leaver: UInt64? = nil) {
         let me = cluster.node
-        let left = hasLeft.load(ordering: .acquiring)
-        let (next, closed, newcomers, change, drained) = placement.withLock {
-            placement -> (PlacementView, [Outbox], [Outbox], Handoff.Change?, Bool) in
+        let (next, closed, newcomers, change, drained, left) = placement.withLock {
+            placement -> (PlacementView, [Outbox], [Outbox], Handoff.Change?, Bool, Bool) in
+            // Read under the lock: `leave()` sets it before it reads the members it announces
+            // to under this lock, so a member new to this view is either among those or
+            // announced to below.
+            let left = hasLeft.load(ordering: .acquiring)
             if let newHosts { placement.hosts = newHosts }
             if let leaver, let host = placement.hosts.first(where: { $0.id.node.uid == leaver }) {
                 placement.leavers.insert(host.id)
@@ -65,9 +68,15 @@ extension ClusterEntityRegion: EntityInbox {
                 placement.drained = nil
                 releaseParked(adopting: next, in: &placement)
             }
-            return (next, closed, newcomers, change, placement.drained == next.fingerprint)
+            return (next, closed, newcomers, change, placement.drained == next.fingerprint, left)
         }
         for outbox in closed { outbox.close() }
+        if left {
+            // A member that this node heard of after announcing its leave must hear it too:
+            // without it, that member counts this node as an owner, and its view and the others'
+            // never agree until this node checks out (a join at the moment of a leave).
+            for outbox in newcomers { announceLeaving(to: outbox) }
+        }
         if let change {
             logger.debug(
                 "members: owners \(String(next.fingerprint, radix: 16)) (generation \(change.generation), new: \(change.isNew), confirmed: \(change.confirmed)): \(next.members.map(\.node)), leaving \(next.leaving.map(\.node)); lines closed: \(closed.count), opened: \(newcomers.count)"
@@ -100,6 +109,20 @@ extension ClusterEntityRegion: EntityInbox {
             scheduleTimeout(of: change.generation)
         }
         if change.isNew { startConfirming(next, generation: change.generation) }
+    }
+
+    /// Tells `outbox`'s member that this node is leaving the kind.
+    func announceLeaving(to outbox: Outbox) {
+        let (me, host, node, logger) = (cluster.node.uid, outbox.host, outbox.node, logger)
+        Task {
+            do {
+                try await host.announceLeaving(member: me)
+            } catch {
+                // That member learns of the leave from the check-out instead; until then it
+                // waits for this node's confirmation as for any member's.
+                logger.warning("leaving: \(node) did not take the announcement: \(error)")
+            }
+        }
     }
 
     /// A handoff signal from this node's region.
@@ -163,21 +186,33 @@ extension ClusterEntityRegion: EntityInbox {
         for item in moved { reroute(item) }
         placement.withLock { $0.handoff.routed(moved) }
         let confirm = signal(.confirm, of: view.fingerprint)
-        for member in placement.withLock({ $0.view }).confirmers { member.outbox?.send(confirm) }
-        confirmedGeneration.store(generation, ordering: .releasing)
+        var sent: [(Outbox, UInt64)] = []
+        for outbox in placement.withLock({ $0.view }).confirmers.compactMap(\.outbox) {
+            outbox.send(confirm)
+            sent.append((outbox, outbox.mark()))
+        }
+        confirmations.withLock { $0 = (generation, sent) }
     }
 
     /// A handoff signal from another member, in line with what it sent before.
     private func received(_ signal: HandoffSignal) {
         switch signal.kind {
         case .marker:
-            placement.withLock { placement in
+            let caughtUp = placement.withLock { placement -> [Handoff.Held] in
                 placement.handoff.marker(
                     signal.member, incarnation: signal.incarnation, fingerprint: signal.fingerprint)
                 // A line ahead of this node: what it sends next waits until this node adopts.
+                let wasAhead = placement.ahead[signal.member] != nil
                 placement.ahead[signal.member] =
                     placement.adopted.contains(signal.fingerprint) ? nil : signal.fingerprint
+                guard wasAhead, placement.ahead[signal.member] == nil else { return [] }
+                // The line is back at owners this node has adopted (its node had routed by owners
+                // this node never adopted, then heard of what this node had: a leave announced
+                // to it late). What it parked goes on now, before what it sends after this
+                // marker: not at this node's next change of members, or after the timeout.
+                return placement.releaseParked(from: signal.member)
             }
+            routeParked(caughtUp)
         case .confirm:
             confirmed(by: signal.member, incarnation: signal.incarnation, fingerprint: signal.fingerprint)
         }
@@ -206,7 +241,7 @@ extension ClusterEntityRegion: EntityInbox {
             }
             guard expired else { return }
             self.logger.warning(
-                "handoff of \(self.name): not every member confirmed the new members within \(timeout); starting activations anyway (\(state); confirmed by this node to all: \(self.confirmedGeneration.load(ordering: .acquiring) == generation))"
+                "handoff of \(self.name): not every member confirmed the new members within \(timeout); starting activations anyway (\(state); confirmed by this node to all: \(self.confirmations.withLock { $0.generation } == generation))"
             )
             self.flush(generation: generation)
         }
@@ -319,7 +354,7 @@ extension ClusterEntityRegion: EntityInbox {
     private func park(_ item: Handoff.Held, from line: UInt64) -> Bool {
         let (parked, epoch) = placement.withLock { placement -> (Bool, UInt64?) in
             guard placement.ahead[line] != nil else { return (false, nil) }
-            placement.parked.append(item)
+            placement.parked.append((line, item))
             return (true, placement.parked.count == 1 ? placement.parkEpoch : nil)
         }
         guard parked else { return false }
@@ -345,7 +380,7 @@ extension ClusterEntityRegion: EntityInbox {
         if placement.adopted.count > 16 { placement.adopted.removeFirst() }
         placement.ahead = placement.ahead.filter { $0.value != next.fingerprint }
         guard !placement.parked.isEmpty else { return }
-        let parked = placement.parked
+        let parked = placement.parked.map(\.item)
         placement.parked = []
         placement.parkEpoch += 1
         for item in parked {
@@ -370,12 +405,17 @@ extension ClusterEntityRegion: EntityInbox {
                 placement.ahead = [:]
                 placement.parkEpoch += 1
             }
-            return placement.parked
+            return placement.parked.map(\.item)
         }
         guard !parked.isEmpty else { return }
         logger.warning(
             "\(parked.count) items of \(name) waited \(handoffTimeout) for members this node has not heard of; routing them by its own"
         )
+        routeParked(parked)
+    }
+
+    /// Routes items that were parked, in order, by this node's view now.
+    private func routeParked(_ parked: [Handoff.Held]) {
         for item in parked {
             guard case .envelope(let envelope, let direct) = item else { continue }
             if let direct {

@@ -52,8 +52,9 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     let placement: Locked<Placement>
     /// The task that passivates what moved away after a change and then confirms the view.
     let confirming = Locked<(generation: UInt64, task: Task<Void, Never>)?>(nil)
-    /// The handoff generation whose view that task last confirmed to every other member.
-    let confirmedGeneration = Atomic<UInt64>(0)
+    /// The handoff generation whose view that task last confirmed to every other member, and
+    /// where the confirmation went: each line, and its ``Outbox/mark()`` just after it.
+    let confirmations = Locked<(generation: UInt64, lines: [(Outbox, UInt64)])>((0, []))
     let asks = Locked(PendingAsks())
     let requestTypes = Locked([String: any EntityRequest<Message>.Type]())
     let nextAskID = Atomic<UInt64>(0)
@@ -240,10 +241,11 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         let deadline = clock.now + timeout
         var handedOff = false
         while !handedOff, clock.now < deadline {
-            let (generation, confirmers) = placement.withLock { ($0.handoff.generation, $0.view.confirmers) }
-            handedOff =
-                confirmedGeneration.load(ordering: .acquiring) == generation
-                && confirmers.allSatisfy { $0.outbox?.isIdle ?? true }
+            // The confirmation's lines, not every line idle: this node's own senders may keep
+            // a line busy, and what it forwarded before the confirmation is ahead of it.
+            let generation = placement.withLock { $0.handoff.generation }
+            let (confirmed, lines) = confirmations.withLock { $0 }
+            handedOff = confirmed == generation && lines.allSatisfy { $0.0.hasHandedOver($0.1) }
             if !handedOff { try? await Task.sleep(for: .milliseconds(2)) }
         }
         if !handedOff {
@@ -274,11 +276,24 @@ struct Placement: Sendable {
     /// Lines (by sending member) whose last marker named owners this node has not adopted:
     /// what they send was routed by newer owners than this node's.
     var ahead: [UInt64: UInt64] = [:]
-    /// What those lines sent since, in order, until this node adopts new owners (or the
-    /// handoff timeout).
-    var parked: [Handoff.Held] = []
+    /// What those lines sent since, in order, with the line: until this node adopts new owners,
+    /// the line's marker names owners it has adopted, or the handoff timeout.
+    var parked: [(line: UInt64, item: Handoff.Held)] = []
     /// Counts releases of `parked` (a timeout names the parking it was started for).
     var parkEpoch: UInt64 = 0
+
+    /// Takes what `line` parked, in order; the other lines' items stay.
+    mutating func releaseParked(from line: UInt64) -> [Handoff.Held] {
+        var released: [Handoff.Held] = []
+        parked.removeAll { entry in
+            guard entry.line == line else { return false }
+            released.append(entry.item)
+            return true
+        }
+        // A parking that starts again has a timeout of its own.
+        if parked.isEmpty, !released.isEmpty { parkEpoch += 1 }
+        return released
+    }
 
     /// The members (and leavers) whose confirmation of the current view has not come.
     var unconfirmed: [ClusterNode] { nodes(handoff.waitingFor) }

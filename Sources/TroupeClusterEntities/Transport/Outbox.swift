@@ -28,6 +28,10 @@ final class Outbox: Sendable {
         /// A direct request's call is in flight (at most one: more would each cost a round
         /// trip of their own, where the line batches them).
         var directInFlight = false
+        /// Items queued since the line opened, and those handed over: in batches whose call
+        /// returned or failed (in queue order: one batch at a time), or taken back at the close.
+        var queued: UInt64 = 0
+        var handedOver: UInt64 = 0
 
         var isEmpty: Bool { envelopes.isEmpty && answers.isEmpty }
     }
@@ -63,6 +67,7 @@ final class Outbox: Sendable {
         let (start, refused) = state.withLock { state -> (Bool, Bool) in
             if state.closed { return (false, true) }
             add(&state)
+            state.queued += 1
             if state.sending { return (false, false) }
             state.sending = true
             return (true, false)
@@ -95,6 +100,14 @@ final class Outbox: Sendable {
     /// been handed to the other node (or failed), not counting a direct request.
     var isIdle: Bool { state.withLock { $0.isEmpty && !$0.sending } }
 
+    /// How many items have been queued so far: pass it to ``hasHandedOver(_:)`` to learn when
+    /// they all reached the other node (a line that keeps carrying traffic is never idle).
+    func mark() -> UInt64 { state.withLock { $0.queued } }
+
+    /// Whether the first `mark` items queued have been handed to the other node (their calls
+    /// returned or failed), or taken back because the line closed.
+    func hasHandedOver(_ mark: UInt64) -> Bool { state.withLock { $0.closed || $0.handedOver >= mark } }
+
     /// Stops the line: items queued and not yet sent go to `onFailure` with no error (never
     /// sent, so they can be routed again); a batch in flight finishes as it will.
     func close() {
@@ -113,6 +126,7 @@ final class Outbox: Sendable {
             } catch {
                 onFailure(batch, error)
             }
+            state.withLock { $0.handedOver += UInt64(batch.count) }
         }
     }
 
