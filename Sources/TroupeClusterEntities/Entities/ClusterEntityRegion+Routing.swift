@@ -75,7 +75,7 @@ extension ClusterEntityRegion: EntityInbox {
             // A member that this node heard of after announcing its leave must hear it too:
             // without it, that member counts this node as an owner, and its view and the others'
             // never agree until this node checks out (a join at the moment of a leave).
-            for outbox in newcomers { announceLeaving(to: outbox) }
+            for outbox in newcomers { Task { await self.announceLeaving(to: outbox) } }
         }
         if let change {
             logger.debug(
@@ -111,17 +111,14 @@ extension ClusterEntityRegion: EntityInbox {
         if change.isNew { startConfirming(next, generation: change.generation) }
     }
 
-    /// Tells `outbox`'s member that this node is leaving the kind.
-    func announceLeaving(to outbox: Outbox) {
-        let (me, host, node, logger) = (cluster.node.uid, outbox.host, outbox.node, logger)
-        Task {
-            do {
-                try await host.announceLeaving(member: me)
-            } catch {
-                // That member learns of the leave from the check-out instead; until then it
-                // waits for this node's confirmation as for any member's.
-                logger.warning("leaving: \(node) did not take the announcement: \(error)")
-            }
+    /// Tells `outbox`'s member that this node is leaving the kind; returns once it has heard.
+    func announceLeaving(to outbox: Outbox) async {
+        do {
+            try await outbox.host.announceLeaving(member: cluster.node.uid)
+        } catch {
+            // That member learns of the leave from the check-out instead; until then it waits
+            // for this node's confirmation as for any member's.
+            logger.warning("leaving: \(outbox.node) did not take the announcement: \(error)")
         }
     }
 

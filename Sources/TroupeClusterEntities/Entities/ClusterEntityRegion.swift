@@ -216,21 +216,10 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     /// go on after their own ``handoffTimeout``). Idempotent.
     public func leave(timeout: Duration = .seconds(10)) async {
         guard !hasLeft.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let me = cluster.node.uid
         let others = placement.withLock { $0.view.confirmers }
-        let logger = self.logger
         await withTaskGroup(of: Void.self) { group in
-            for member in others {
-                guard let host = member.outbox?.host else { continue }
-                group.addTask {
-                    do {
-                        try await host.announceLeaving(member: me)
-                    } catch {
-                        // That member learns of the leave from the check-out instead; until then
-                        // it waits for this node's confirmation as for any member's.
-                        logger.warning("leaving: \(member.node) did not take the announcement: \(error)")
-                    }
-                }
+            for outbox in others.compactMap(\.outbox) {
+                group.addTask { await self.announceLeaving(to: outbox) }
             }
         }
         applyView()
