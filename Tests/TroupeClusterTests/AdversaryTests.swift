@@ -56,6 +56,20 @@ final class RawPeer: @unchecked Sendable {  // used by one test task at a time
 
     deinit { Glibc.close(fd) }
 
+    /// A connection to `node` that has completed the handshake as `member` (the initiator),
+    /// with the test secret.
+    static func authenticated(as member: ClusterNode, to node: ClusterNode, clusterName: String) async throws -> RawPeer
+    {
+        let peer = try RawPeer(port: node.port)
+        let nonce = Handshake.nonce()
+        await peer.send(.hello(WireEnvelope.Hello(clusterName: clusterName, from: member, nonce: nonce)))
+        guard case .challenge(let challenge)? = await peer.readEnvelope() else { throw POSIXError(.EPROTO) }
+        let proof = Handshake(secret: testSecret, clusterName: clusterName).initiatorProof(
+            initiator: member, responder: challenge.from, initiatorNonce: nonce, responderNonce: challenge.nonce)
+        await peer.send(.proof(.init(proof: proof)))
+        return peer
+    }
+
     /// Sends all of `bytes` (false if the peer closed or reset the connection).
     @discardableResult
     func send(_ bytes: [UInt8]) async -> Bool {

@@ -60,6 +60,39 @@ struct ReceptionistAndWatchTests {
         await nodes[0].shutdown()
     }
 
+    /// Both nodes dialled at once: each keeps one association and retires the other, and
+    /// frames the peer sent on the retired one before it switched can arrive after those on
+    /// the kept one. A raw peer plays the other node over two authenticated connections (the
+    /// node keeps the first): a stale, empty snapshot and a check-in sent on the retired one
+    /// after a check-in on the kept one change nothing (the stale snapshot used to replace the
+    /// peer's entries: a region's host was listed, then gone for good).
+    @Test func receptionistFramesOnARetiredAssociationChangeNothing() async throws {
+        let node = try await startNode()
+        let insider = ClusterNode(host: "127.0.0.1", port: 1, uid: 777)
+        let kept = try await RawPeer.authenticated(as: insider, to: node.cluster.node, clusterName: "test")
+        let retired = try await RawPeer.authenticated(as: insider, to: node.cluster.node, clusterName: "test")
+        let key = ReceptionKey<Greeter>.greeters.wireKey
+        let listedOnKept = ClusterActorID(node: insider, number: 5)
+        await kept.send(.receptionist(.init(operation: .checkIn, entries: [.init(key: key, actorNumber: 5)])))
+        await waitUntil("the check-in on the kept association is listed") {
+            node.cluster.receptionist.lookup(.greeters).map(\.id) == [listedOnKept]
+        }
+        await retired.send(.receptionist(.init(operation: .snapshot, entries: [])))
+        await retired.send(.receptionist(.init(operation: .checkIn, entries: [.init(key: key, actorNumber: 6)])))
+        // A call behind them on the same connection: its reply means they were handled.
+        let call = WireEnvelope.Invocation(
+            callID: 1, recipientUID: node.cluster.node.uid, recipientNumber: .max, target: "none",
+            genericSubstitutions: [], arguments: [])
+        await retired.send(.invocation(call))
+        var replied = false
+        while !replied, let envelope = await retired.readEnvelope() {
+            if case .reply(let reply) = envelope, reply.callID == 1 { replied = true }
+        }
+        #expect(replied, "the node answered the call on the retired association")
+        #expect(node.cluster.receptionist.lookup(.greeters).map(\.id) == [listedOnKept])
+        await node.shutdown()
+    }
+
     @Test func checkingInAnotherNodesActorIsRefused() async throws {
         let nodes = try await startCluster(2)
         let greeter = Greeter(actorSystem: nodes[1].cluster)

@@ -79,6 +79,12 @@ extension ClusterSystem {
         return association
     }
 
+    /// Whether `association` is the one this node uses for `peer` now (not one retired after
+    /// both nodes dialled at once, nor one replaced since).
+    func isCurrent(_ association: Association, for peer: ClusterNode) -> Bool {
+        associations.withLock { $0.current[NodeAddress(peer)] === association }
+    }
+
     /// Sends `envelope` to `member`, dialling first if needed; dropped (and logged at debug) if
     /// the member cannot be reached. For membership, receptionist and watch traffic, which
     /// tolerate loss.

@@ -19,6 +19,13 @@ extension ClusterSystem {
         case .membership(let message):
             tellMembership(.swim(message, from: peer))
         case .receptionist(let update):
+            // Only from the peer's current association. When both nodes dial at once, each
+            // sends on whichever association is current for it at the time, then a snapshot on
+            // the one both keep; frames still on their way over the retired one are older than
+            // that snapshot, and applied after it they replaced its entries with stale ones
+            // (seen: a region's host listed, then gone for good). Whatever the peer sent there
+            // is in the snapshot it sent on the association kept.
+            guard isCurrent(association, for: peer) else { return }
             applyReceptionistUpdate(update, from: peer)
         case .watch(let number):
             remoteWatch(number, by: peer)
