@@ -190,6 +190,33 @@ struct ClusterEntityRegionTests {
             try await new.awaitMembers(2, timeout: .seconds(30))
             try await old.awaitMembers(2, timeout: .seconds(30))
             #expect(new.statistics.handoffTimeouts + old.statistics.handoffTimeouts == 0)
+            // The handoff, measured: it lasted at least as long as the blocked activation
+            // kept the old home from confirming (the 500 ms awaitMembers above).
+            let statistics = new.statistics
+            #expect(statistics.handoffs >= 1 && statistics.handoffDurations.count == UInt64(statistics.handoffs))
+            #expect(statistics.handoffDurations.maximum >= .milliseconds(500), "\(statistics.handoffDurations)")
+            // The same in the actor system's snapshot (and so in TroupeMetrics' gauges).
+            let section = try #require(
+                nodes[0].cluster.actorSystem.snapshot().sections.first {
+                    $0.kind == "cluster_entity_region" && $0.instance == "blocker"
+                })
+            let values = Dictionary(uniqueKeysWithValues: section.values.map { ($0.name, $0.value) })
+            #expect(values["members"] == 2 && values["settled"] == 1 && values["handoff_timeouts"] == 0)
+            #expect(values["handoffs"] == statistics.handoffs)
+            #expect(section.histograms.first { $0.name == "handoff" }?.histogram.count == UInt64(statistics.handoffs))
+        }
+    }
+
+    /// A region's snapshot section goes with the region.
+    @Test func aRegionsSnapshotSectionGoesWithIt() async throws {
+        try await withCluster(1) { nodes in
+            let system = nodes[0].cluster.actorSystem
+            func sections() -> Int { system.snapshot().sections.count { $0.kind == "cluster_entity_region" } }
+            var region: ClusterEntityRegion<Ledger.Message>? = try await ledgers(on: nodes[0], log: LedgerLog())
+            #expect(sections() == 1)
+            try await region?.awaitMembers(1, timeout: .seconds(30))
+            region = nil
+            #expect(sections() == 0)
         }
     }
 

@@ -64,8 +64,9 @@ extension ClusterEntityRegion: EntityInbox {
             let confirmers = Dictionary(
                 next.confirmers.map { ($0.node.uid, $0.outbox?.host.id.number ?? 0) }, uniquingKeysWith: max)
             let change = placement.handoff.viewChanged(fingerprint: next.fingerprint, confirmers: confirmers)
-            if change?.isNew == true {
+            if let change, change.isNew {
                 placement.drained = nil
+                placement.handoffStarted = change.confirmed ? nil : (change.generation, .now)
                 releaseParked(adopting: next, in: &placement)
             }
             return (next, closed, newcomers, change, placement.drained == next.fingerprint, left)
@@ -183,6 +184,7 @@ extension ClusterEntityRegion: EntityInbox {
         for item in moved { reroute(item) }
         placement.withLock { $0.handoff.routed(moved) }
         let confirm = signal(.confirm, of: view.fingerprint)
+        logger.debug("confirming owners \(String(view.fingerprint, radix: 16)) (generation \(generation))")
         var sent: [(Outbox, UInt64)] = []
         for outbox in placement.withLock({ $0.view }).confirmers.compactMap(\.outbox) {
             outbox.send(confirm)
@@ -193,6 +195,9 @@ extension ClusterEntityRegion: EntityInbox {
 
     /// A handoff signal from another member, in line with what it sent before.
     private func received(_ signal: HandoffSignal) {
+        logger.debug(
+            "\(signal.kind) of owners \(String(signal.fingerprint, radix: 16)) from \(signal.member) (incarnation \(signal.incarnation))"
+        )
         switch signal.kind {
         case .marker:
             let caughtUp = placement.withLock { placement -> [Handoff.Held] in
@@ -248,11 +253,22 @@ extension ClusterEntityRegion: EntityInbox {
     /// (then the view is settled) or a newer view takes over.
     func flush(generation: UInt64) {
         while true {
-            switch placement.withLock({ $0.handoff.flushStep(generation: generation) }) {
+            let (step, started) = placement.withLock { placement in
+                let step = placement.handoff.flushStep(generation: generation)
+                guard case .done = step, let started = placement.handoffStarted, started.generation == generation
+                else { return (step, nil as ContinuousClock.Instant?) }
+                placement.handoffStarted = nil
+                return (step, started.at)
+            }
+            switch step {
             case .route(let items):
                 for item in items { reroute(item) }
                 placement.withLock { $0.handoff.routed(items) }
             case .done(let waiters):
+                if let started {
+                    counters.handoffs.add(1, ordering: .relaxed)
+                    counters.handoffDurations.record(.now - started)
+                }
                 for waiter in waiters { waiter.resume() }
                 return
             case .superseded:

@@ -72,6 +72,10 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         let lost = Atomic<Int>(0)
         let undeliverable = Atomic<Int>(0)
         let parked = Atomic<Int>(0)
+        let handoffs = Atomic<Int>(0)
+        let handoffDurations = LatencyRecorder()
+        /// Set as the region deinitialises: its snapshot section goes with it.
+        let regionGone = Atomic<Bool>(false)
     }
 
     /// Registers `kind` on this node and joins the kind's members: returns once this node is
@@ -120,6 +124,8 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         key = ReceptionKey(EntityHost.self, id: "troupe.entities/\(local.name)")
         var logger = cluster.settings.logger
         logger[metadataKey: "entity_kind"] = "\(local.name)"
+        // Several nodes often share one process (tests, simulations): say whose region it is.
+        logger[metadataKey: "cluster_node"] = "\(cluster.node.uid)"
         self.logger = logger
         placement = Locked(Placement())
         let inbox = InboxForwarder()
@@ -140,11 +146,28 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
             }
         }
         listening.withLock { $0 = task }
+        // What the section reads, not the region: a weak reference would give the region a
+        // side table, and every ClusterEntityRef copy's retain of it would take the slow path.
+        cluster.actorSystem.provideSnapshotSection(key: SectionKey(kind: name, node: cluster.node.uid)) {
+            [name, counters, placement, asks] in
+            guard !counters.regionGone.load(ordering: .acquiring) else { return nil }
+            return Self.totals(counters: counters, placement: placement, asks: asks).section(instance: name)
+        }
+    }
+
+    /// The snapshot section's key: one region of a kind per node (several nodes may share an
+    /// actor system).
+    struct SectionKey: Hashable, Sendable {
+        let kind: String
+        let node: UInt64
     }
 
     deinit {
         listening.withLock { $0 }?.cancel()
         confirming.withLock { $0 }?.task.cancel()
+        counters.regionGone.store(true, ordering: .releasing)
+        // The snapshot section holds the placement until the next snapshot: not the lines.
+        placement.withLock { $0 = Placement() }
     }
 
     /// The reference to the entity with `key`, valid on every node, before the entity exists
@@ -192,9 +215,17 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
 
     /// The region's counters on this node now.
     public var statistics: ClusterEntityStatistics {
-        let handoff = placement.withLock { $0.handoff }
-        return ClusterEntityStatistics(
-            local: local.statistics, members: members.count,
+        ClusterEntityStatistics(
+            local: local.statistics, Self.totals(counters: counters, placement: placement, asks: asks))
+    }
+
+    /// The region's own counters (the local directory's are its own section).
+    static func totals(
+        counters: Counters, placement: Locked<Placement>, asks: Locked<PendingAsks>
+    ) -> ClusterEntityStatistics.Totals {
+        let (handoff, members) = placement.withLock { ($0.handoff, $0.view.members.count) }
+        return .init(
+            members: members,
             sentToOtherNodes: counters.sent.load(ordering: .relaxed),
             receivedFromOtherNodes: counters.received.load(ordering: .relaxed),
             forwarded: counters.forwarded.load(ordering: .relaxed),
@@ -204,7 +235,9 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
             undeliverable: counters.undeliverable.load(ordering: .relaxed),
             asksWaiting: asks.withLock { $0.waitingCount },
             heldForHandoff: handoff.heldCount, heldNow: handoff.heldNow, handoffTimeouts: handoff.timeouts,
-            parkedForNewerMembers: counters.parked.load(ordering: .relaxed))
+            parkedForNewerMembers: counters.parked.load(ordering: .relaxed),
+            handoffs: counters.handoffs.load(ordering: .relaxed), handoffDurations: counters.handoffDurations.histogram,
+            isSettled: handoff.isSettled)
     }
 
     /// Takes this node out of the kind's members, handing its identities off first: tells the
@@ -270,6 +303,9 @@ struct Placement: Sendable {
     var parked: [(line: UInt64, item: Handoff.Held)] = []
     /// Counts releases of `parked` (a timeout names the parking it was started for).
     var parkEpoch: UInt64 = 0
+    /// The handoff in progress (one with other members to wait for): its generation, and when
+    /// the change of members began it.
+    var handoffStarted: (generation: UInt64, at: ContinuousClock.Instant)?
 
     /// Takes what `line` parked, in order; the other lines' items stay.
     mutating func releaseParked(from line: UInt64) -> [Handoff.Held] {

@@ -1,3 +1,4 @@
+import Troupe
 import TroupeVirtualActors
 
 /// A cluster region's counters on this node, from ``ClusterEntityRegion/statistics``.
@@ -36,4 +37,54 @@ public struct ClusterEntityStatistics: Sendable, Hashable {
     /// Items that another node sent after telling this one it routes by members this node had
     /// not heard of yet: they waited until it had (see the module's documentation, "Handoff").
     public var parkedForNewerMembers: Int
+    /// Changes of members whose handoff ended here: every other member confirmed, or
+    /// ``ClusterEntityRegion/handoffTimeout`` passed (changes with no other member to wait for,
+    /// and changes a newer one overtook, are not counted).
+    public var handoffs: Int
+    /// How long those handoffs took: from the change of members until activations started
+    /// here again (what was held had gone on).
+    public var handoffDurations: LatencyHistogram
+    /// Whether the current view is settled (``ClusterEntityRegion/isSettled``).
+    public var isSettled: Bool
+
+    /// Everything but `local`, as the region counts it.
+    struct Totals {
+        var members, sentToOtherNodes, receivedFromOtherNodes, forwarded, retriedAfterHopLimit: Int
+        var handedOff, lostInTransit, undeliverable, asksWaiting, heldForHandoff, heldNow: Int
+        var handoffTimeouts, parkedForNewerMembers, handoffs: Int
+        var handoffDurations: LatencyHistogram
+        var isSettled: Bool
+
+        /// The region's section of `ActorSystem.snapshot()` (kind `cluster_entity_region`),
+        /// and so TroupeMetrics' gauges (`troupe_cluster_entity_region_members`, …,
+        /// `troupe_cluster_entity_region_handoff_seconds`). The local directory has its own
+        /// (kind `entity_region`).
+        func section(instance: String) -> SnapshotSection {
+            SnapshotSection(
+                kind: "cluster_entity_region", instance: instance,
+                values: [
+                    .init("members", members), .init("settled", isSettled ? 1 : 0),
+                    .init("sent_to_other_nodes", sentToOtherNodes),
+                    .init("received_from_other_nodes", receivedFromOtherNodes),
+                    .init("forwarded", forwarded), .init("retried_after_hop_limit", retriedAfterHopLimit),
+                    .init("handed_off", handedOff), .init("lost_in_transit", lostInTransit),
+                    .init("undeliverable", undeliverable), .init("asks_waiting", asksWaiting),
+                    .init("held_for_handoff", heldForHandoff), .init("held_now", heldNow),
+                    .init("handoffs", handoffs), .init("handoff_timeouts", handoffTimeouts),
+                    .init("parked_for_newer_members", parkedForNewerMembers),
+                ],
+                histograms: [.init("handoff", handoffDurations)])
+        }
+    }
+
+    init(local: EntityRegionStatistics, _ totals: Totals) {
+        self.local = local
+        (members, sentToOtherNodes, receivedFromOtherNodes) =
+            (totals.members, totals.sentToOtherNodes, totals.receivedFromOtherNodes)
+        (forwarded, retriedAfterHopLimit, handedOff) = (totals.forwarded, totals.retriedAfterHopLimit, totals.handedOff)
+        (lostInTransit, undeliverable, asksWaiting) = (totals.lostInTransit, totals.undeliverable, totals.asksWaiting)
+        (heldForHandoff, heldNow, handoffTimeouts) = (totals.heldForHandoff, totals.heldNow, totals.handoffTimeouts)
+        (parkedForNewerMembers, handoffs) = (totals.parkedForNewerMembers, totals.handoffs)
+        (handoffDurations, isSettled) = (totals.handoffDurations, totals.isSettled)
+    }
 }
