@@ -249,7 +249,7 @@ let package = Package(
             name: "TroupeClusterEntitiesTests",
             dependencies: [
                 "TroupeClusterEntities", "TroupeCluster", "TroupeClusterMembership", "TroupeVirtualActors", "Troupe",
-                "TroupeTestSupport", .product(name: "Logging", package: "swift-log"),
+                "TroupePersistence", "TroupeTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TroupeClusterEntitiesTests"
         ),
