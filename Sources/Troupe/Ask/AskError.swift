@@ -8,7 +8,9 @@ public enum AskError: Error, Sendable, CustomStringConvertible {
     case noReply
     /// The request could not be delivered (bounded mailbox full, unhandled type, shutdown).
     case undeliverable(DeadLetterReason)
-    /// The handler answered with an error.
+    /// The handler answered with an error, or a module on the way to it failed the request
+    /// with its own (a cluster's entity region: the request could not be encoded, delivered or
+    /// answered across the nodes). ``rootCause`` is that error.
     case failed(any Error)
     /// The handler answered with a value of another type than the asker expected.
     case typeMismatch(expected: String, actual: String)
@@ -39,7 +41,7 @@ public enum AskError: Error, Sendable, CustomStringConvertible {
         case .recipientStopped: "ask failed: the target actor is stopped"
         case .noReply: "ask failed: the handler dropped its Reply without answering"
         case .undeliverable(let reason): "ask failed: the request became a dead letter (\(reason))"
-        case .failed(let error): "ask failed: the handler answered with an error: \(error)"
+        case .failed(let error): "ask failed with an error (the handler's, or the request's on its way): \(error)"
         case .typeMismatch(let expected, let actual): "ask failed: expected a reply of type \(expected), got \(actual)"
         case .blockingOnWorkerThread:
             "askBlocking called where it could deadlock (a shared Troupe worker thread, or a dedicated actor asking itself); use `try await ask` or context.ask inside actors"
