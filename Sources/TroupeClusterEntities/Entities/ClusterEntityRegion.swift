@@ -166,8 +166,13 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         listening.withLock { $0 }?.cancel()
         confirming.withLock { $0 }?.task.cancel()
         counters.regionGone.store(true, ordering: .releasing)
-        // The snapshot section holds the placement until the next snapshot: not the lines.
-        placement.withLock { $0 = Placement() }
+        // The snapshot section holds the placement until the next snapshot: not the lines. The
+        // old value is released after the lock (a line's host checks out of the receptionist).
+        let released = placement.withLock { placement in
+            defer { placement = Placement() }
+            return placement
+        }
+        withExtendedLifetime(released) {}
     }
 
     /// The reference to the entity with `key`, valid on every node, before the entity exists
