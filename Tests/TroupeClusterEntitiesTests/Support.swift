@@ -25,20 +25,28 @@ struct Node {
 /// failure detection timing: a node that leaves says so, and is down at once). With a 3 s
 /// suspicion, a node under ThreadSanitizer beside the stress suites was downed falsely, and a
 /// downed node shuts its cluster down (CI rehearsal, 2026-11-28).
-func startNode(seeds: [ClusterNode] = []) async throws -> Node {
+/// `logger`: the node's (its regions log through it); by default, the level from the
+/// environment.
+func startNode(seeds: [ClusterNode] = [], logger: Logger? = nil) async throws -> Node {
     let actors = makeTestSystem(name: "node", workers: 1)
     var membership = ClusterMembershipSettings()
     membership.probeInterval = .seconds(1)
     membership.suspicionTimeout = .seconds(20)
     membership.downAfter = .seconds(30)
-    var logger = Logger(label: "test")
-    // TROUPE_TEST_LOG_LEVEL=warning shows what the regions log (a handoff timeout says who it
-    // waited for).
-    logger.logLevel =
-        ProcessInfo.processInfo.environment["TROUPE_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+    let logger =
+        logger
+        ?? {
+            var logger = Logger(label: "test")
+            // TROUPE_TEST_LOG_LEVEL=warning shows what the regions log (a handoff timeout says
+            // who it waited for).
+            logger.logLevel =
+                ProcessInfo.processInfo.environment["TROUPE_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) }
+                ?? .critical
+            return logger
+        }()
     let settings = ClusterSettings(
         clusterName: "entities", port: 0, seeds: seeds.map { ($0.host, $0.port) }, secret: secret,
-        callTimeout: .seconds(10), membership: membership, logger: logger)
+        callTimeout: StressScale.hangGuard(.seconds(10)), membership: membership, logger: logger)
     do {
         return Node(cluster: try await ClusterSystem(settings: settings, actorSystem: actors), actors: actors)
     } catch {

@@ -47,7 +47,8 @@ struct TestNode {
 
 func startNode(
     seeds: [ClusterNode] = [], secret: String = testSecret, clusterName: String = "test",
-    callTimeout: Duration = .seconds(10), port: Int = 0, transport: (any ClusterTransport)? = nil,
+    callTimeout: Duration = StressScale.hangGuard(.seconds(10)), port: Int = 0,
+    transport: (any ClusterTransport)? = nil,
     maximumFrameSize: Int = 1 << 20, membership: ClusterMembershipSettings = patientMembership(),
     coder: any ClusterCoder = BinaryClusterCoder(), logger: Logger = quietLogger,
     metricsFactory: (any MetricsFactory)? = nil

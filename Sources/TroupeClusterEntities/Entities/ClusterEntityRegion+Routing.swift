@@ -20,8 +20,8 @@ extension ClusterEntityRegion: EntityInbox {
     /// node's moved activations have stopped.
     func applyView(hosts newHosts: [EntityHost]? = nil, leaving leaver: UInt64? = nil) {
         let me = cluster.node
-        let (next, closed, newcomers, change, drained, left) = placement.withLock {
-            placement -> (PlacementView, [Outbox], [Outbox], Handoff.Change?, Bool, Bool) in
+        let (next, closed, newcomers, change, left) = placement.withLock {
+            placement -> (PlacementView, [Outbox], [Outbox], Handoff.Change?, Bool) in
             // Read under the lock: `leave()` sets it before it reads the members it announces
             // to under this lock, so a member new to this view is either among those or
             // announced to below.
@@ -69,7 +69,9 @@ extension ClusterEntityRegion: EntityInbox {
                 placement.handoffStarted = change.confirmed ? nil : (change.generation, .now)
                 releaseParked(adopting: next, in: &placement)
             }
-            return (next, closed, newcomers, change, placement.drained == next.fingerprint, left)
+            let drained = placement.drained == next.fingerprint
+            sendMarkers(of: next, isNew: change?.isNew == true, newcomers: newcomers, drained: drained)
+            return (next, closed, newcomers, change, left)
         }
         for outbox in closed { outbox.close() }
         if left {
@@ -88,8 +90,27 @@ extension ClusterEntityRegion: EntityInbox {
             counters.handedOff.add(moved, ordering: .relaxed)
             logger.debug("members changed: \(moved) activations passivated, their identities moved")
         }
+        guard let change else { return }
+        if change.confirmed {
+            flush(generation: change.generation)
+        } else if change.isNew {
+            scheduleTimeout(of: change.generation)
+        }
+        if change.isNew { startConfirming(next, generation: change.generation) }
+    }
+
+    /// Sends `next`'s markers, under the placement's lock (`placement` is the lock's value),
+    /// so that they leave in the order the views were adopted. Views are applied from several
+    /// threads; sent after the lock, a marker of older owners could follow a newer one on the
+    /// line, replace it at the receiver, and leave it waiting for this node's marker of the
+    /// owners it has until the handoff timeout (1 in 50 join-and-leave runs, 2026-11-28).
+    ///
+    /// Safety of sending under the lock: `Outbox.send` takes only the line's own lock, and a
+    /// closed line hands a signal to `failed`, which routes only messages: nothing here takes
+    /// the placement's lock again.
+    private func sendMarkers(of next: PlacementView, isNew: Bool, newcomers: [Outbox], drained: Bool) {
         let marker = signal(.marker, of: next.fingerprint)
-        if change?.isNew == true {
+        if isNew {
             // From here on this node routes by these owners: every other member hears so
             // behind what this node sent it before.
             for member in next.confirmers { member.outbox?.send(marker) }
@@ -98,18 +119,9 @@ extension ClusterEntityRegion: EntityInbox {
             // neither this node's marker nor, if it went out already, its confirmation.
             for outbox in newcomers {
                 outbox.send(marker)
-                if drained {
-                    outbox.send(signal(.confirm, of: next.fingerprint))
-                }
+                if drained { outbox.send(signal(.confirm, of: next.fingerprint)) }
             }
         }
-        guard let change else { return }
-        if change.confirmed {
-            flush(generation: change.generation)
-        } else if change.isNew {
-            scheduleTimeout(of: change.generation)
-        }
-        if change.isNew { startConfirming(next, generation: change.generation) }
     }
 
     /// Tells `outbox`'s member that this node is leaving the kind; returns once it has heard.
@@ -182,15 +194,24 @@ extension ClusterEntityRegion: EntityInbox {
         }
         guard let moved else { return }
         for item in moved { reroute(item) }
-        placement.withLock { $0.handoff.routed(moved) }
         let confirm = signal(.confirm, of: view.fingerprint)
-        logger.debug("confirming owners \(String(view.fingerprint, radix: 16)) (generation \(generation))")
-        var sent: [(Outbox, UInt64)] = []
-        for outbox in placement.withLock({ $0.view }).confirmers.compactMap(\.outbox) {
-            outbox.send(confirm)
-            sent.append((outbox, outbox.mark()))
+        // Sent under the lock, and only while `view` is still this node's: a confirmation of
+        // older owners must not follow a newer view's marker or confirmation on a line (as
+        // with markers, see `sendMarkers`; the same safety of sending under the lock).
+        let confirmed = placement.withLock { placement -> Bool in
+            placement.handoff.routed(moved)
+            guard placement.handoff.generation == generation else { return false }
+            var sent: [(Outbox, UInt64)] = []
+            for outbox in placement.view.confirmers.compactMap(\.outbox) {
+                outbox.send(confirm)
+                sent.append((outbox, outbox.mark()))
+            }
+            confirmations.withLock { $0 = (generation, sent) }
+            return true
         }
-        confirmations.withLock { $0 = (generation, sent) }
+        logger.debug(
+            "confirming owners \(String(view.fingerprint, radix: 16)) (generation \(generation))\(confirmed ? "" : ": superseded, not sent")"
+        )
     }
 
     /// A handoff signal from another member, in line with what it sent before.

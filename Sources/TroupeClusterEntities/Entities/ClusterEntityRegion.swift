@@ -53,7 +53,8 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     /// The task that passivates what moved away after a change and then confirms the view.
     let confirming = Locked<(generation: UInt64, task: Task<Void, Never>)?>(nil)
     /// The handoff generation whose view that task last confirmed to every other member, and
-    /// where the confirmation went: each line, and its ``Outbox/mark()`` just after it.
+    /// where the confirmation went: each line, and its ``Outbox/mark()`` just after it. Set
+    /// under the placement's lock (that order, never the reverse).
     let confirmations = Locked<(generation: UInt64, lines: [(Outbox, UInt64)])>((0, []))
     let asks = Locked(PendingAsks())
     let requestTypes = Locked([String: any EntityRequest<Message>.Type]())
@@ -188,7 +189,10 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         // the owner's node (no reference to the view or its line taken and dropped).
         let hash = RendezvousPlacement.keyHash(key)
         return placement.withLock { placement in
-            RendezvousPlacement.owner(keyHash: hash, among: placement.view.uids).map { placement.view.members[$0].node }
+            let view = placement.view
+            return RendezvousPlacement.owner(keyHash: hash, among: view.uids, mixed: view.mixedUIDs).map {
+                view.members[$0].node
+            }
         }
     }
 
@@ -282,6 +286,14 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         }
         cluster.receptionist.checkOut(host, from: key)
     }
+}
+
+extension ClusterEntityRegion {
+    /// The kind's hosts as the receptionist last listed them.
+    var listedHosts: [EntityHost] { placement.withLock { $0.hosts } }
+
+    /// The fingerprint of the last marker `member`'s region sent here.
+    func lastMarker(from member: UInt64) -> UInt64? { placement.withLock { $0.handoff.lastMarker(from: member) } }
 }
 
 /// A region's view and handoff, under one lock: a sender reads both at once. Not nested in

@@ -177,6 +177,9 @@ struct Handoff: Sendable {
         if fingerprint == self.fingerprint { markersMissing.remove(member) }
     }
 
+    /// The fingerprint of the last marker `member` sent, as this node keeps it.
+    func lastMarker(from member: UInt64) -> UInt64? { markers[member]?.fingerprint }
+
     /// Keeps `signal` as `member`'s latest; false when an older region of the member sent it
     /// (than one heard from before, or than the one in the view).
     private func remember(_ signal: Signal, from member: UInt64, in signals: inout [UInt64: Signal]) -> Bool {

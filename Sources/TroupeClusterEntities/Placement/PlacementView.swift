@@ -17,6 +17,8 @@ final class PlacementView: Sendable {
     let leaving: [Member]
     /// The members' uids, in `members` order (what placement scores).
     let uids: [UInt64]
+    /// Each of `uids` mixed (``RendezvousPlacement/mix(_:)``), for lookups.
+    let mixedUIDs: [UInt64]
     /// The owners' uids as a set, folded: equal on every node that sees the same owners.
     let fingerprint: UInt64
 
@@ -24,12 +26,15 @@ final class PlacementView: Sendable {
         self.members = members
         self.leaving = leaving
         uids = members.map(\.node.uid)
+        mixedUIDs = uids.map(RendezvousPlacement.mix)
         fingerprint = uids.sorted().reduce(0x5452_4f55_5045_0001) { RendezvousPlacement.mix($0 ^ $1) }
     }
 
     /// The member that owns `key`; nil when no member holds the kind.
     func owner(of key: String) -> Member? {
-        RendezvousPlacement.owner(of: key, among: uids).map { members[$0] }
+        RendezvousPlacement.owner(keyHash: RendezvousPlacement.keyHash(key), among: uids, mixed: mixedUIDs).map {
+            members[$0]
+        }
     }
 
     /// A member or a leaving member.
