@@ -124,6 +124,13 @@ struct HandoffUnderTrafficTests {
         print("a join and a leave at once: \(timeouts) handoff timeouts (a known gap when not 0)")
         // Reported, not asserted: 0 to 68 of about 18,000 in 10 runs here (2026-11-28).
         print("a join and a leave at once: \(log.appendsOutOfOrder) of \(sent) appends out of order (not promised)")
+        for line in log.firstAppendsOutOfOrder { print("a join and a leave at once: out of order: \(line)") }
+        for region in regions + [staying[2]] {
+            let statistics = region.statistics
+            print(
+                "a join and a leave at once: region \(region.cluster.node.uid % 10_000): forwarded \(statistics.forwarded), held \(statistics.heldForHandoff), parked \(statistics.parkedForNewerMembers), past the hop limit \(statistics.retriedAfterHopLimit)"
+            )
+        }
         #expect(regions[2].statistics.local.active == 0)
         for node in nodes { await node.shutdown() }
     }

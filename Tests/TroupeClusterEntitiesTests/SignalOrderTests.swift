@@ -65,6 +65,44 @@ struct SignalOrderTests {
         }
         for node in nodes { await node.shutdown() }
     }
+
+    /// A send reads the view, then queues on a line; the view can change in between. A line
+    /// that has carried a newer view's marker refuses the item (its receiver would take it as
+    /// routed by the newer owners, and send it on, behind what the sender sends next), and the
+    /// sender routes it again.
+    @Test func aLineRefusesAnItemRoutedByAViewOlderThanItsLastMarker() async throws {
+        try await withCluster(2) { nodes in
+            let regions = try await ledgersOnEveryNode(nodes, log: LedgerLog())
+            let sender = regions[0]
+            // The same hosts again: a new view (numbered), the same owners, so no marker yet.
+            let before = sender.snapshot().view
+            sender.applyView(hosts: sender.listedHosts)
+            let after = sender.snapshot().view
+            #expect(after.number == before.number + 1 && after.fingerprint == before.fingerprint)
+            let line = try #require(after.member(nodes[1].cluster.node)?.outbox)
+            let payload = try sender.encode(Ledger.Message.append(sender: 9, sequence: 1))
+            // A key the other node owns: delivered there, and the ask below reaches it after.
+            let key = try #require(
+                (0..<100).map { "k\($0)" }.first { after.owner(of: $0)?.node == nodes[1].cluster.node })
+            let item = EntityEnvelope(key: key, payload: payload)
+            #expect(line.send(item, routedBy: before.number), "no marker of a later view yet")
+            // The marker of the new view, as the region sends it when the owners change.
+            let marker = EntityEnvelope.signal(
+                HandoffSignal(
+                    kind: .marker, fingerprint: after.fingerprint, member: nodes[0].cluster.node.uid,
+                    incarnation: sender.host.id.number))
+            line.send(marker: marker, of: after.number)
+            #expect(!line.send(item, routedBy: before.number), "routed by the view before the marker")
+            #expect(line.send(item, routedBy: after.number))
+            await waitUntil("the line is idle") { line.isIdle }
+            #expect(!line.beginDirect(routedBy: before.number), "a direct ask routed by the older view")
+            #expect(line.beginDirect(routedBy: after.number))
+            line.endDirect()
+            // The two items that went out reached the ledger.
+            let entries = try await sender.entity(key).ask(Entries())
+            #expect(entries == [Ledger.Entry(sender: 9, sequence: 1), Ledger.Entry(sender: 9, sequence: 1)])
+        }
+    }
 }
 
 /// Holds the first thread that logs a change of a region's members once armed, until released.

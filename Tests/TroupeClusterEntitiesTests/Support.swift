@@ -107,16 +107,27 @@ final class LedgerLog: Sendable {
 
     /// Appends handled, on any node, and those that came after a later one from the same
     /// sender to the same key (an order broken across activations).
-    private let appends = TestLock<(handled: Int, last: [String: Int], outOfOrder: Int)>((0, [:], 0))
+    private let appends = TestLock<
+        (handled: Int, last: [String: (sequence: Int, node: UInt64)], outOfOrder: Int, firstOutOfOrder: [String])
+    >((0, [:], 0, []))
 
-    func appended(_ key: String, sender: Int, sequence: Int) {
+    func appended(_ key: String, sender: Int, sequence: Int, node: UInt64) {
         appends.withLock { appends in
             appends.handled += 1
             let stream = "\(key)/\(sender)"
-            if let last = appends.last[stream], last >= sequence { appends.outOfOrder += 1 }
-            appends.last[stream] = sequence
+            if let last = appends.last[stream], last.sequence >= sequence {
+                appends.outOfOrder += 1
+                if appends.firstOutOfOrder.count < 5 {
+                    appends.firstOutOfOrder.append(
+                        "\(stream): \(sequence) on \(node % 10_000) after \(last.sequence) on \(last.node % 10_000)")
+                }
+            }
+            appends.last[stream] = (sequence, node)
         }
     }
+
+    /// The first few appends that came after a later one (stream, then which node handled each).
+    var firstAppendsOutOfOrder: [String] { appends.withLock { $0.firstOutOfOrder } }
 
     var appendsHandled: Int { appends.withLock { $0.handled } }
     var appendsOutOfOrder: Int { appends.withLock { $0.outOfOrder } }
@@ -172,7 +183,7 @@ struct Ledger: ActorDefinition {
         switch message {
         case .append(let sender, let sequence):
             entries.append(Entry(sender: sender, sequence: sequence))
-            log.appended(key, sender: sender, sequence: sequence)
+            log.appended(key, sender: sender, sequence: sequence, node: node)
         case .entries(let reply): reply.succeed(entries)
         case .node(let reply): reply.succeed(node)
         case .dropYourReply: break

@@ -22,28 +22,39 @@ public struct ClusterEntityRef<Message: Codable & Sendable>: Sendable, Hashable,
     /// cluster's coder (the text says why).
     @discardableResult
     public func tell(_ message: Message) -> TellOutcome {
-        let (view, settled) = region.snapshot()
-        guard let owner = view.owner(of: key) else {
-            region.counters.undeliverable.add(1, ordering: .relaxed)
-            return .deadLettered(.handlerFailed(ClusterEntityError.noMembers(kind: region.name).description))
-        }
-        guard let outbox = owner.outbox else {
-            // While the members' change is being confirmed, a message that would start an
-            // activation here waits (see the module's documentation, "Handoff").
-            if !settled, region.holdIfNeeded(.message(key: key, message)) {
+        var payload: [UInt8]?
+        while true {
+            let (view, settled) = region.snapshot()
+            guard let owner = view.owner(of: key) else {
+                region.counters.undeliverable.add(1, ordering: .relaxed)
+                return .deadLettered(.handlerFailed(ClusterEntityError.noMembers(kind: region.name).description))
+            }
+            guard let outbox = owner.outbox else {
+                // While the members' change is being confirmed, a message that would start an
+                // activation here waits (see the module's documentation, "Handoff").
+                if !settled, region.holdIfNeeded(.message(key: key, message)) {
+                    return .enqueued
+                }
+                return region.local.entity(key).tell(message)
+            }
+            let bytes: [UInt8]
+            if let payload {
+                bytes = payload
+            } else {
+                do {
+                    bytes = try region.encode(message)
+                } catch {
+                    return .deadLettered(.handlerFailed("\(error)"))
+                }
+                payload = bytes
+            }
+            // Refused only when the members changed since `snapshot()` and the line already
+            // carries the new view's marker: routed again by the new view (in order).
+            if outbox.send(EntityEnvelope(key: key, payload: bytes), routedBy: view.number) {
+                region.counters.sent.add(1, ordering: .relaxed)
                 return .enqueued
             }
-            return region.local.entity(key).tell(message)
         }
-        let payload: [UInt8]
-        do {
-            payload = try region.encode(message)
-        } catch {
-            return .deadLettered(.handlerFailed("\(error)"))
-        }
-        region.counters.sent.add(1, ordering: .relaxed)
-        outbox.send(EntityEnvelope(key: key, payload: payload))
-        return .enqueued
     }
 
     /// Asks `request` of the entity, wherever it is, and waits for the answer: at most

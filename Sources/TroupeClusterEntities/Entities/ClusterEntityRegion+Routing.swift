@@ -55,7 +55,8 @@ extension ClusterEntityRegion: EntityInbox {
             // show it again); a region made again on that node has a new host, not a leaver.
             if placement.leavers.count > 1_000 { placement.leavers.formIntersection(placement.hosts.map(\.id)) }
             let old = placement.view
-            let next = PlacementView(members: members, leaving: leaving)
+            placement.viewsMade += 1
+            let next = PlacementView(members: members, leaving: leaving, number: placement.viewsMade)
             let kept = Set(next.confirmers.compactMap { $0.outbox.map(ObjectIdentifier.init) })
             let closed = (old.members + old.leaving).compactMap { member in
                 member.outbox.flatMap { kept.contains(ObjectIdentifier($0)) ? nil : $0 }
@@ -113,12 +114,12 @@ extension ClusterEntityRegion: EntityInbox {
         if isNew {
             // From here on this node routes by these owners: every other member hears so
             // behind what this node sent it before.
-            for member in next.confirmers { member.outbox?.send(marker) }
+            for member in next.confirmers { member.outbox?.send(marker: marker, of: next.number) }
         } else {
             // The same owners. A member whose region was made again (a new line) has had
             // neither this node's marker nor, if it went out already, its confirmation.
             for outbox in newcomers {
-                outbox.send(marker)
+                outbox.send(marker: marker, of: next.number)
                 if drained { outbox.send(signal(.confirm, of: next.fingerprint)) }
             }
         }
@@ -495,16 +496,19 @@ extension ClusterEntityRegion: EntityInbox {
     /// Sends `envelope` towards its owner: here, or the owner's line. Nothing but this node
     /// holding the kind (after a leave, or when no member does) makes it undeliverable.
     func route(_ envelope: EntityEnvelope) {
-        let (current, settled) = snapshot()
-        guard let owner = current.owner(of: envelope.key) else {
-            undeliverable(envelope, reason: "no node holds the kind \(name)")
-            return
-        }
-        if let outbox = owner.outbox {
-            counters.sent.add(1, ordering: .relaxed)
-            outbox.send(envelope)
-        } else {
-            deliverHere(envelope, settled: settled)
+        while true {
+            let (current, settled) = snapshot()
+            guard let owner = current.owner(of: envelope.key) else {
+                undeliverable(envelope, reason: "no node holds the kind \(name)")
+                return
+            }
+            guard let outbox = owner.outbox else { return deliverHere(envelope, settled: settled) }
+            // Refused when the line carried a marker of a newer view since `snapshot()`:
+            // routed again by that view.
+            if outbox.send(envelope, routedBy: current.number) {
+                counters.sent.add(1, ordering: .relaxed)
+                return
+            }
         }
     }
 

@@ -301,6 +301,8 @@ extension ClusterEntityRegion {
 /// (the owner row of `troupe-bench --quick cluster-entities`: 263–274 ns nested).
 struct Placement: Sendable {
     var view = PlacementView(members: [])
+    /// The number of the latest view made (``PlacementView/number``).
+    var viewsMade: UInt64 = 0
     var handoff = Handoff()
     /// The kind's hosts as the receptionist last listed them.
     var hosts: [EntityHost] = []

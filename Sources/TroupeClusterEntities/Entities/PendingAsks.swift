@@ -57,7 +57,8 @@ extension ClusterEntityRegion {
             key: key, payload: payload, request: requestName, askID: askID, origin: cluster.node)
         let clock = ContinuousClock()
         let started = clock.now
-        if let owner = placement.withLock({ $0.view }).owner(of: key), let outbox = owner.outbox, outbox.beginDirect() {
+        let view = placement.withLock { $0.view }
+        if let owner = view.owner(of: key), let outbox = owner.outbox, outbox.beginDirect(routedBy: view.number) {
             asks.withLock { $0.entries[askID] = .expecting }
             counters.sent.add(1, ordering: .relaxed)
             let answer: EntityAnswer

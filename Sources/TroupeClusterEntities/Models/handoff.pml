@@ -21,9 +21,11 @@
  * settled. A node passivates K (any moment after adopting, if it no longer owns K).
  *
  * Memory model: each step is one atomic Promela step; a node's steps are those of one region,
- * which in the Swift take the placement's lock for each decision. Not modelled: a send that read
- * the members just before they changed and is queued after the marker (the module's
- * documentation states this window), several changes of members at once, the handoff timeout.
+ * which in the Swift take the placement's lock for each decision. A route step is atomic here; in
+ * the Swift a send reads the members, then queues on a line, and a line that carried a newer
+ * view's marker in between refuses it (Outbox.send(_:routedBy:)), so the sender routes it again:
+ * the same as this atomic step. Not modelled: several changes of members at once, the handoff
+ * timeout.
  *
  * Properties (safety; an invalid end state is a hang):
  * - one activation of K at a time, across the three nodes;

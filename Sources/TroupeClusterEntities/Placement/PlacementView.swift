@@ -21,10 +21,14 @@ final class PlacementView: Sendable {
     let mixedUIDs: [UInt64]
     /// The owners' uids as a set, folded: equal on every node that sees the same owners.
     let fingerprint: UInt64
+    /// Counts the views this node's region made, this one included (0 before the first): a
+    /// line refuses an item routed by a view older than the last one it carried a marker of.
+    let number: UInt64
 
-    init(members: [Member], leaving: [Member] = []) {
+    init(members: [Member], leaving: [Member] = [], number: UInt64 = 0) {
         self.members = members
         self.leaving = leaving
+        self.number = number
         uids = members.map(\.node.uid)
         mixedUIDs = uids.map(RendezvousPlacement.mix)
         fingerprint = uids.sorted().reduce(0x5452_4f55_5045_0001) { RendezvousPlacement.mix($0 ^ $1) }

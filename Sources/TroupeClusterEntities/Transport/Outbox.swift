@@ -32,6 +32,9 @@ final class Outbox: Sendable {
         /// returned or failed (in queue order: one batch at a time), or taken back at the close.
         var queued: UInt64 = 0
         var handedOver: UInt64 = 0
+        /// The number of the latest view whose marker this line carries (``PlacementView/number``):
+        /// the other node takes what follows the marker as routed by that view's owners.
+        var markedView: UInt64 = 0
 
         var isEmpty: Bool { envelopes.isEmpty && answers.isEmpty }
     }
@@ -47,11 +50,44 @@ final class Outbox: Sendable {
         self.onFailure = onFailure
     }
 
+    /// Sends `envelope` whatever view routed it: a signal, an answer's way back, or an item
+    /// sent on that its sender routed.
     func send(_ envelope: EntityEnvelope) {
         enqueue {
             $0.envelopes.append(envelope)
         } refused: {
             $0.envelopes.append(envelope)
+        }
+    }
+
+    /// Sends `envelope`, routed by the view numbered `view`; false, sending nothing, when this
+    /// line has carried a marker of a later view since. The other node would take an item
+    /// behind that marker as routed by the later owners, and send it on from there, behind
+    /// what this node sends them directly afterwards: the caller routes it again by its view
+    /// now instead (so a sender's messages to an identity keep their order across the change).
+    func send(_ envelope: EntityEnvelope, routedBy view: UInt64) -> Bool {
+        var current = true
+        enqueueIf({
+            guard $0.markedView <= view else {
+                current = false
+                return false
+            }
+            $0.envelopes.append(envelope)
+            return true
+        }) {
+            $0.envelopes.append(envelope)
+        }
+        return current
+    }
+
+    /// Sends `marker`, the marker of the view numbered `view`: from here on the line carries
+    /// only items routed by that view or a later one (see ``send(_:routedBy:)``).
+    func send(marker: EntityEnvelope, of view: UInt64) {
+        enqueue {
+            $0.markedView = max($0.markedView, view)
+            $0.envelopes.append(marker)
+        } refused: {
+            $0.envelopes.append(marker)
         }
     }
 
@@ -64,9 +100,18 @@ final class Outbox: Sendable {
     }
 
     private func enqueue(_ add: (inout State) -> Void, refused addRefused: (inout EntityBatch) -> Void) {
+        enqueueIf(
+            { state in
+                add(&state)
+                return true
+            }, refused: addRefused)
+    }
+
+    /// ``enqueue(_:refused:)`` where `add` returns false when it queued nothing.
+    private func enqueueIf(_ add: (inout State) -> Bool, refused addRefused: (inout EntityBatch) -> Void) {
         let (start, refused) = state.withLock { state -> (Bool, Bool) in
             if state.closed { return (false, true) }
-            add(&state)
+            guard add(&state) else { return (false, false) }
             state.queued += 1
             if state.sending { return (false, false) }
             state.sending = true
@@ -86,9 +131,14 @@ final class Outbox: Sendable {
     /// and the request is behind every message sent before it. At most one direct request at
     /// a time: under load, requests go through the line and share its batches. Release the
     /// claim with ``endDirect()``.
-    func beginDirect() -> Bool {
+    ///
+    /// `view`: the number of the view that routed the request; a line that has carried a
+    /// marker of a later view refuses it (as ``send(_:routedBy:)`` does).
+    func beginDirect(routedBy view: UInt64) -> Bool {
         state.withLock { state in
-            guard !state.sending, state.isEmpty, !state.closed, !state.directInFlight else { return false }
+            guard !state.sending, state.isEmpty, !state.closed, !state.directInFlight, state.markedView <= view else {
+                return false
+            }
             state.directInFlight = true
             return true
         }
