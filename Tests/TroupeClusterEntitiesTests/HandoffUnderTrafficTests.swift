@@ -98,7 +98,7 @@ struct HandoffUnderTrafficTests {
     /// is lost, and when no handoff waited for its timeout, one activation ran at a time.
     /// (Per-sender order is not promised across changes faster than a handoff.)
     ///
-    /// Known gap: in 1 of 500 runs alone (2026-11-28), the others waited out `handoffTimeout`
+    /// Known gap: in 1 of 1,100 runs alone (2026-11-28), the others waited out `handoffTimeout`
     /// (after which a second activation is possible, as documented). Reported below, not
     /// asserted, until it is found; the four bugs this test found first are fixed (signals
     /// forgotten across views, a leave not announced to a joining node, a receptionist snapshot

@@ -34,6 +34,9 @@ final class Outbox: Sendable {
         var handedOver: UInt64 = 0
         /// The number of the latest view whose marker this line carries (``PlacementView/number``):
         /// the other node takes what follows the marker as routed by that view's owners.
+        /// Never newer than the region's current view (markers are sent only for the view just
+        /// adopted, under the placement's lock): a send refused here finds a view at least as
+        /// new when it reads the members again, so its retry is accepted.
         var markedView: UInt64 = 0
 
         var isEmpty: Bool { envelopes.isEmpty && answers.isEmpty }
