@@ -18,7 +18,8 @@
 #                   by side count what they count alone). --record measures one at a time.
 #
 # Rows: Counting/Troupe, Counting/Troupe (actor producer), PingPong/Troupe, ThreadRing/Troupe,
-# Spawn/Troupe, AskLatency/Troupe (actor ask), AskLatency/Troupe (ask from a task on its executor).
+# Spawn/Troupe, Spawn/Troupe (spawn + ask from a task on its executor), AskLatency/Troupe (actor ask),
+# AskLatency/Troupe (ask from a task on its executor).
 # Each is measured as scripts/instructions.sh measures it (scripts/callgrind_units.py): under
 # callgrind on one worker, stripped binary, at the --quick size and at a larger size; the marginal
 # cost (large − quick) ÷ (units large − units quick) is the cost of one unit. The larger size is
@@ -90,6 +91,7 @@ only = sys.argv[1:]
 
 DEFAULT_ROWS = [
     "Counting/Troupe", "Counting/Troupe (actor producer)", "PingPong/Troupe", "ThreadRing/Troupe", "Spawn/Troupe",
+    "Spawn/Troupe (spawn + ask from a task on its executor)",
     "AskLatency/Troupe (actor ask)", "AskLatency/Troupe (ask from a task on its executor)",
 ]
 # The larger size when troupe-bench has `--size N` (N units, for every selected row), chosen so

@@ -144,6 +144,11 @@ enum BenchSystem {
     /// PingPong with Pong spawned by Ping (`context.spawn`): a family, the parent's ref in every
     /// ping (the plain row's actors are both spawned by the system).
     static let troupeChildPartner = "Troupe (Pong a child of Ping)"
+    /// Spawn's form of the native row: one task on the system's task executor spawns an actor
+    /// and awaits one answer (the spawn's first turn and the ask run in place), and the same
+    /// with direct hand-off off.
+    static let troupeSpawnAskFromTask = "Troupe (spawn + ask from a task on its executor)"
+    static let troupeSpawnAskFromTaskHandOffOff = "Troupe (spawn + ask from a task on its executor, hand-off off)"
     /// Two native actors on executors of their own threads: an awaited call is a real hand-over.
     static let swiftNativeTwoExecutors = "Swift native (2 executors)"
     /// Native actors on Troupe serial executors (issue 14): on one executor shared by the
@@ -166,7 +171,8 @@ enum BenchSystem {
             swiftNative, swiftNativeTwoExecutors, "Swift native (AsyncStream)", "Swift native (async let)", dispatch,
             nativeOnTroupeOneExecutor, nativeOnTroupeTwoExecutors, nativeOnTroupeExecutors,
             troupe, troupeIntrospectionOff, troupeEveryMessageTimed, troupeTracingNoContext, troupeTracingCarried,
-            troupeChildPartner, "Troupe (actor producer)", "Troupe (actor ask)", "Troupe (ask from a task)",
+            troupeChildPartner, troupeSpawnAskFromTask, troupeSpawnAskFromTaskHandOffOff, "Troupe (actor producer)",
+            "Troupe (actor ask)", "Troupe (ask from a task)",
             "Troupe (ask from a task on its executor)", "Troupe (askBlocking)", "Troupe (actor ask, target busy)",
             "Troupe (actor ask, hand-off off)", "Troupe (ask from a task on its executor, target busy)",
             "Troupe (ask from a task on its executor, hand-off off)",

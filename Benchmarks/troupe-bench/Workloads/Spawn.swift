@@ -5,6 +5,10 @@
 // Forms:
 // - Troupe: a plain thread calls `system.spawn(…)` and tells the new actor one message; its
 //   handler counts down a latch.
+// - Troupe (spawn + ask from a task on its executor): the native form's shape, one task that
+//   creates an actor and awaits one answer from it, on the system's task executor: the spawn
+//   runs `started` in place and the ask hands off, so nothing is queued or woken. The same with
+//   `directHandOff: false` shows what a spawn and an ask cost when both go through the workers.
 // - Swift native (fastest idiomatic form): one task creates an actor and awaits one call on it.
 // - Dispatch: a new serial queue plus one `async` block.
 
@@ -16,6 +20,17 @@ private struct Newborn: ActorDefinition {
     let handled: Latch
 
     mutating func receive(_ message: Message, context: ActorContext<Message>) { handled.countDown() }
+}
+
+/// Answers one ask: the first message of the task rows.
+private struct AskedNewborn: ActorDefinition {
+    enum Message: Sendable { case hello(Reply<Int>) }
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .hello(let reply): reply.succeed(1)
+        }
+    }
 }
 
 private actor NativeNewborn {
@@ -78,6 +93,41 @@ func spawnRows(_ config: BenchConfig) -> [Measurement] {
         for actor in alive { actor.stop() }
         return row.measurement(
             window, units: n, note: "a plain thread: system.spawn + tell; \(troupe.workersNote)")
+    }
+
+    /// One task on `system`'s task executor spawns `n` actors, each asked once before the next.
+    func taskRow(_ system: ActorSystem, _ row: Row, note: String, _ n: Int) -> Measurement {
+        let (window, answered, alive) = runBlocking(on: system.taskExecutor) {
+            var alive: [ActorRef<AskedNewborn.Message>] = []
+            alive.reserveCapacity(n)
+            var answered = 0
+            let stopwatch = Stopwatch()
+            for _ in 0..<n {
+                let actor = system.spawn(AskedNewborn())
+                answered += (try? await actor.ask { .hello($0) }) ?? 0
+                alive.append(actor)
+            }
+            return (stopwatch.stop(), answered, alive)
+        }
+        row.expect(answered, n, "answers")
+        for actor in alive { actor.stop() }
+        return row.measurement(window, units: n, note: note)
+    }
+
+    rows.measure(BenchSystem.troupeSpawnAskFromTask, family: .troupe) { n, row in
+        taskRow(
+            troupe.system, row,
+            note: "one task on system.taskExecutor: system.spawn + try await ask; \(troupe.workersNote)", n)
+    }
+
+    rows.measure(BenchSystem.troupeSpawnAskFromTaskHandOffOff, family: .troupe) { n, row in
+        var configuration = TroupeHost.configuration(introspection: .init())
+        configuration.directHandOff = false
+        let own = ActorSystem(configuration: configuration)
+        defer { own.shutdownBlocking() }
+        return taskRow(
+            own, row,
+            note: "the same on a system with directHandOff: false; \(own.workerCount) pinned workers", n)
     }
 
     return rows.measured

@@ -14,6 +14,8 @@ internal import CTroupe
 /// What stays as it is:
 /// - Only a push that found the mailbox empty and won the right hands off, so per-sender order
 ///   holds and nothing overtakes queued messages: a busy or queued actor is enqueued as always.
+///   (The one exception, below, is a newborn whose first turn waits in this worker's own slot:
+///   its turn takes its mailbox in order, so order holds there too.)
 /// - The turn is an ordinary turn, limited to one message (the ask's, unless the actor was
 ///   never started); what it leaves pending goes to the workers with the right. An actor never
 ///   runs inside its own turn: while its turn runs, its right is held, so no push wins it.
@@ -26,6 +28,12 @@ internal import CTroupe
 /// Contract: ``prepare(_:)`` and ``finish(_:)`` come in pairs around one send, on the same
 /// thread, with nothing between them that could block; everything here touches only the
 /// calling worker's own fields (``Worker/handOffTarget`` and the two after it).
+///
+/// An ask of an actor spawned on the same thread whose first turn has not run yet hands off
+/// too: a spawn on a worker puts that turn (which runs `started`) into the worker's slot,
+/// where the ask's push cannot win the right, so ``finish(_:)`` takes it out of the slot and
+/// runs it in place, `started` and then the first message (`Worker.takeNewbornFromSlot`).
+/// A task that spawns an actor and asks it (activating a virtual actor) so suspends nowhere.
 @usableFromInline
 enum HandOff {
     /// How many turns in place may nest on one thread.
@@ -100,12 +108,43 @@ extension Worker {
         return true
     }
 
-    /// Disarms the hand-off and runs the captured cell's turn, if a send captured one. Own
+    /// Takes the entry `word` out of this worker's slot for a turn in place when its cell has
+    /// never run a turn: an actor spawned on this thread (a spawn puts its first turn, which
+    /// runs `started`, into the spawner's worker's slot) and asked before that turn ran. Its
+    /// mailbox then holds what was sent since the spawn, the ask last; the turn in place runs
+    /// `started` and the first of them, so an ask sent first is answered here, without the
+    /// asker suspending. Any other cell found there goes back: the slot is this worker's to
+    /// place into, so nothing else can have filled it meanwhile (a thief only empties it).
+    /// False when a thief took the entry first, or the cell has run before.
+    private func takeNewbornFromSlot(_ word: UInt) -> Bool {
+        // Acquiring: pairs with the releasing half of the exchange that placed the entry, as
+        // `takeSlotAsOwner` does. Exactly one of this and a thief's compare-exchange wins.
+        guard slotWord.compareExchange(expected: word, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
+            return false
+        }
+        // Safety: the compare-exchange gave this thread the entry and with it the cell's right, so
+        // reading its flags is the right holder's read; the spawner's ref holds the cell.
+        let isNewborn = Unmanaged<AnyCell>.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
+            ._withUnsafeGuaranteedRef { !$0.flags.contains(.started) }
+        if isNewborn { return true }
+        // Back where it was, unchanged: a thief that saw it keeps its observation.
+        slotWord.store(word, ordering: .releasing)
+        return false
+    }
+
+    /// Disarms the hand-off and runs the captured cell's turn, if a send captured one (or the
+    /// target's first turn waits in this worker's slot: `takeNewbornFromSlot`). Own
     /// thread. The target's sender holds the cell (through its ref) for the whole call.
     fileprivate func runCapturedTurn() {
+        let armed = handOffTarget
         handOffTarget = 0
-        let word = handOffCaptured
-        guard word != 0 else { return }
+        var word = handOffCaptured
+        if word == 0 {
+            // The send found the right taken. When the target is an actor spawned on this
+            // thread whose first turn still waits in this worker's slot, that turn runs here.
+            guard armed != 0, slotWord.load(ordering: .relaxed) == armed, takeNewbornFromSlot(armed) else { return }
+            word = armed
+        }
         handOffCaptured = 0
         // Safety: `word` (not 0) is the entry `Scheduler.schedule` captured on this thread for the armed
         // target, whose right this thread now holds; the sender's ref holds the cell through the call.

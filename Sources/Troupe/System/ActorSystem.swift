@@ -49,9 +49,10 @@ public final class ActorSystem: Sendable {
         /// `context.ask`, or by a task on ``ActorSystem/taskExecutor`` or on a Troupe serial
         /// executor), runs the actor's turn on the asking thread instead of waking a worker for
         /// it: an answer given in that turn returns without suspending the task (see "Direct
-        /// hand-off" in the Performance article). `true` by default. Turn it off when handlers
-        /// must never run inside an asking task's job (they then see no task-local values of
-        /// the asker, and always run after the asker's own turn or job).
+        /// hand-off" in <doc:UsingSwiftConcurrency>); so does the first ask of an actor spawned
+        /// there (its `started`, then the ask). `true` by default. Turn it off when handlers must
+        /// never run inside an asking task's job (they then see no task-local values of the
+        /// asker, and always run after the asker's own turn or job).
         public var directHandOff: Bool
 
         public init(

@@ -85,6 +85,7 @@ private struct Asker: ActorDefinition {
         case askSelf(Reply<Bool>)
         case selfAsked(Reply<Bool>)
         case selfAnswered(Result<Bool, AskError>, Reply<Bool>)
+        case spawnAndAsk(Reply<(UInt, UInt)>)
     }
 
     mutating func receive(_ message: Message, context: ActorContext<Message>) {
@@ -100,6 +101,10 @@ private struct Asker: ActorDefinition {
             reply.succeed(true)
         case .selfAnswered(let result, let reply):
             reply.complete { try result.get() }
+        case .spawnAndAsk(let reply):
+            let mine = currentThread()
+            let child = context.spawn(Where())
+            context.ask(child, { .thread($0) }, then: { .answered(mine, $0, reply) })
         }
     }
 }
@@ -157,6 +162,106 @@ private struct Asker: ActorDefinition {
             let (askerThread, targetThread) = try await asker.ask { .ask(target, $0) }
             #expect(askerThread == targetThread)
             #expect(system.scheduler.handOffTurns - before == 1)
+        }
+    }
+
+    /// A spawn on a worker puts the new actor's first turn into that worker's slot; an ask of
+    /// it before that turn ran takes the turn out of the slot and runs it in place: `started`,
+    /// then the ask. One worker, so no other worker can take the slot's entry first.
+    @Test func aNewbornAskedByItsSpawningTaskRunsStartedAndTheAskInPlace() async throws {
+        try await withTestSystem(workers: 1) { system in
+            let log = Newborn.StartLog()
+            let before = system.scheduler.handOffTurns
+            let (same, refs) = try await Task(executorPreference: system.taskExecutor) {
+                var same = 0
+                var refs: [ActorRef<Newborn.Message>] = []
+                for _ in 0..<100 {
+                    let asking = currentThread()
+                    let newborn = system.spawn(Newborn(log: log))
+                    refs.append(newborn)
+                    if try await newborn.ask({ .thread($0) }) == asking { same += 1 }
+                }
+                return (same, refs)
+            }.value
+            #expect(same == 100, "every first ask ran on the spawning task's thread")
+            #expect(system.scheduler.handOffTurns - before == 100)
+            // `started` ran once per actor, in the same turn as the ask, on the asking thread.
+            let threads = log.threads.withLock { $0 }
+            #expect(threads.count == 100)
+            #expect(Set(threads).count == 1)
+            for ref in refs { ref.stop() }
+        }
+    }
+
+    /// The same from an actor's turn: a child spawned with `context.spawn` and asked at once.
+    @Test func aChildAskedByItsParentInTheSpawningTurnIsHandedOff() async throws {
+        try await withTestSystem(workers: 1) { system in
+            let parent = system.spawn(Asker())
+            _ = try await parent.ask { .askSelf($0) }
+            let before = system.scheduler.handOffTurns
+            let (parentThread, childThread) = try await parent.ask { .spawnAndAsk($0) }
+            #expect(parentThread == childThread)
+            #expect(system.scheduler.handOffTurns - before == 1)
+        }
+    }
+
+    /// A newborn told something before its first ask: the turn in place runs `started` and the
+    /// tell (the first message), and the ask is answered after it, in order.
+    @Test func aNewbornToldBeforeItsFirstAskHandlesBothInOrder() async throws {
+        try await withTestSystem(workers: 1) { system in
+            let recorded = try await Task(executorPreference: system.taskExecutor) {
+                let newborn = system.spawn(Where())
+                newborn.tell(.record(1))
+                newborn.tell(.record(2))
+                return try await newborn.ask { .recorded($0) }
+            }.value
+            #expect(recorded == [1, 2])
+        }
+    }
+
+    /// Two workers, the spawning task sometimes held in its job after the spawn long enough
+    /// (over `Worker.strandedGraceNanoseconds`) for the other worker to take the newborn's first
+    /// turn out of the slot: whichever of the two gets it, `started` runs once, before the ask,
+    /// and every ask is answered.
+    @Test func aNewbornTakenByAThiefOrByItsAskerStartsOnceBeforeItsAsk() async throws {
+        try await withTestSystem(workers: 2) { system in
+            let starts = StartCounter.Count()
+            let before = system.scheduler.handOffTurns
+            let answers = try await Task(executorPreference: system.taskExecutor) {
+                var answers: [Bool] = []
+                for round in 0..<StressScale.scaled(2_000, minimum: 300) {
+                    let newborn = system.spawn(StartCounter(starts: starts))
+                    if round % 3 == 0 {
+                        // Long enough for a polling worker to see the slot stranded.
+                        let until = ContinuousClock.now + .microseconds(20)
+                        while ContinuousClock.now < until {}
+                    }
+                    answers.append(try await newborn.ask { .startedFirst($0) })
+                    newborn.stop()
+                }
+                return answers
+            }.value
+            #expect(answers.allSatisfy { $0 }, "started ran before the first ask's handler")
+            #expect(starts.value.load(ordering: .relaxed) == answers.count, "started ran once per actor")
+            // For the log: how many first turns the asker ran (the rest, a thief or the worker).
+            print("newborns run in place by their asker: \(system.scheduler.handOffTurns - before) of \(answers.count)")
+        }
+    }
+
+    /// An ask of an actor that already ran finds its entry in the slot (a tell just put it
+    /// there): the entry goes back, and the ask is queued behind the tell.
+    @Test func aStartedActorInTheSlotIsLeftThereAndAskedInOrder() async throws {
+        try await withTestSystem(workers: 1) { system in
+            let target = system.spawn(Where())
+            _ = try await target.ask { .thread($0) }
+            await waitUntilIdle(target)
+            let before = system.scheduler.handOffTurns
+            let recorded = try await Task(executorPreference: system.taskExecutor) {
+                target.tell(.record(7))
+                return try await target.ask { .recorded($0) }
+            }.value
+            #expect(recorded == [7])
+            #expect(system.scheduler.handOffTurns == before)
         }
     }
 
@@ -321,6 +426,44 @@ private struct Asker: ActorDefinition {
             gate.open()
             _ = try await task.value
             #expect(running.contains(blocker.address))
+        }
+    }
+}
+
+/// Counts its starts and answers whether `started` ran before the handler.
+private struct StartCounter: ActorDefinition {
+    final class Count: Sendable {
+        let value = Atomic<Int>(0)
+    }
+    enum Message: Sendable { case startedFirst(Reply<Bool>) }
+    let starts: Count
+    var didStart = false
+
+    mutating func started(context: ActorContext<Message>) {
+        didStart = true
+        starts.value.add(1, ordering: .relaxed)
+    }
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .startedFirst(let reply): reply.succeed(didStart)
+        }
+    }
+}
+
+/// Records the thread `started` ran on, and answers with the thread its handler runs on.
+private struct Newborn: ActorDefinition {
+    final class StartLog: Sendable {
+        let threads = Mutex<[UInt]>([])
+    }
+    enum Message: Sendable { case thread(Reply<UInt>) }
+    let log: StartLog
+
+    func started(context: ActorContext<Message>) { log.threads.withLock { $0.append(currentThread()) } }
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .thread(let reply): reply.succeed(currentThread())
         }
     }
 }
