@@ -15,7 +15,7 @@ private struct Echo: ActorDefinition {
 
 /// The first ask of an identity from a task on the system's task executor activates it and is
 /// answered in place (the core's direct hand-off of a newborn's first ask): the activation's
-/// `started` and the ask run on the asking thread, with no worker woken and no suspension.
+/// `started` and the ask run on the asking thread, and the asking task does not suspend.
 @Suite struct ActivationHandOffTests {
     @Test func theFirstAskOfANewIdentityFromATaskOnTheExecutorRunsInPlace() async throws {
         // One worker: no other worker can take the activation's first turn first.

@@ -211,6 +211,16 @@ final class TroupeHost: Sendable {
         return body(own, "\(own.workerCount) pinned workers, a system of its own: \(variant.note)")
     }
 
+    /// Runs `body` on a system of its own without direct hand-off (the "hand-off off" rows),
+    /// shut down afterwards.
+    static func withoutHandOff<Result>(_ body: (ActorSystem) -> Result) -> Result {
+        var configuration = TroupeHost.configuration(introspection: .init())
+        configuration.directHandOff = false
+        let own = ActorSystem(configuration: configuration)
+        defer { own.shutdownBlocking() }
+        return body(own)
+    }
+
     /// "2 pinned workers", for notes.
     var workersNote: String { "\(system.workerCount) pinned workers" }
 

@@ -232,15 +232,6 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
         }
     }
 
-    /// A system of its own without direct hand-off, for the "hand-off off" rows.
-    func withoutHandOff(_ body: (ActorSystem) -> Measurement) -> Measurement {
-        var configuration = TroupeHost.configuration(introspection: .init())
-        configuration.directHandOff = false
-        let own = ActorSystem(configuration: configuration)
-        defer { own.shutdownBlocking() }
-        return body(own)
-    }
-
     /// The rows of one asking form (`run` makes one): an idle Pong, so that its turn runs in
     /// place; a busy one; and a system without direct hand-off.
     func handOffRows(
@@ -255,7 +246,7 @@ func askLatencyRows(_ config: BenchConfig) -> [Measurement] {
         for variant in variants {
             rows.measure(variant.name, family: .troupe) { n, _ in
                 guard variant.handOff else {
-                    return withoutHandOff { own in
+                    return TroupeHost.withoutHandOff { own in
                         run(own, variant.name, false, "\(variant.note); \(own.workerCount) pinned workers", n)
                     }
                 }

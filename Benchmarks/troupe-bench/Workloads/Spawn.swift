@@ -7,8 +7,9 @@
 //   handler counts down a latch.
 // - Troupe (spawn + ask from a task on its executor): the native form's shape, one task that
 //   creates an actor and awaits one answer from it, on the system's task executor: the spawn
-//   runs `started` in place and the ask hands off, so nothing is queued or woken. The same with
-//   `directHandOff: false` shows what a spawn and an ask cost when both go through the workers.
+//   puts the first turn into the worker's slot, and the ask takes it out and runs `started` and
+//   itself in place, so the task never suspends. The same with `directHandOff: false` shows
+//   what a spawn and an ask cost when both go through the workers.
 // - Swift native (fastest idiomatic form): one task creates an actor and awaits one call on it.
 // - Dispatch: a new serial queue plus one `async` block.
 
@@ -121,13 +122,10 @@ func spawnRows(_ config: BenchConfig) -> [Measurement] {
     }
 
     rows.measure(BenchSystem.troupeSpawnAskFromTaskHandOffOff, family: .troupe) { n, row in
-        var configuration = TroupeHost.configuration(introspection: .init())
-        configuration.directHandOff = false
-        let own = ActorSystem(configuration: configuration)
-        defer { own.shutdownBlocking() }
-        return taskRow(
-            own, row,
-            note: "the same on a system with directHandOff: false; \(own.workerCount) pinned workers", n)
+        TroupeHost.withoutHandOff { own in
+            taskRow(
+                own, row, note: "the same on a system with directHandOff: false; \(own.workerCount) pinned workers", n)
+        }
     }
 
     return rows.measured

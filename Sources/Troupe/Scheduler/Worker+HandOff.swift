@@ -27,7 +27,10 @@ internal import CTroupe
 ///
 /// Contract: ``prepare(_:)`` and ``finish(_:)`` come in pairs around one send, on the same
 /// thread, with nothing between them that could block; everything here touches only the
-/// calling worker's own fields (``Worker/handOffTarget`` and the two after it).
+/// calling worker's own fields (``Worker/handOffTarget`` and the two after it), and, for a
+/// newborn (below), that worker's slot word, which thieves on other workers compare-exchange
+/// too: the owner's compare-exchange and a thief's decide who gets the entry, as in
+/// `Worker+NextSlot.swift`.
 ///
 /// An ask of an actor spawned on the same thread whose first turn has not run yet hands off
 /// too: a spawn on a worker puts that turn (which runs `started`) into the worker's slot,
