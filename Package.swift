@@ -22,6 +22,10 @@ let package = Package(
         .library(name: "TroupeVirtualActors", targets: ["TroupeVirtualActors"]),
         // Virtual actors placed over the nodes of a TroupeCluster.
         .library(name: "TroupeClusterEntities", targets: ["TroupeClusterEntities"]),
+        // A live page into a running system, over HTTP and WebSocket (SwiftNIO's).
+        .library(name: "TroupeObserver", targets: ["TroupeObserver"]),
+        // The observer's view in a terminal: `troupe-observe URL`.
+        .executable(name: "troupe-observe", targets: ["troupe-observe"]),
         // One cluster node with an echo actor that prints membership events: for trying a
         // cluster by hand, and for the multi-process tests and benchmarks.
         .executable(name: "troupe-cluster-node", targets: ["troupe-cluster-node"]),
@@ -252,6 +256,27 @@ let package = Package(
                 "TroupePersistence", "TroupeTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TroupeClusterEntitiesTests"
+        ),
+        // The observer: on Troupe's public API and SwiftNIO's HTTP/1 and WebSocket support,
+        // which TroupeCluster already brings (no package of its own to fetch or build).
+        .target(
+            name: "TroupeObserver",
+            dependencies: [
+                "Troupe",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/TroupeObserver"
+        ),
+        // The observer's terminal view: polls the same endpoint as the page (Foundation only).
+        .executableTarget(name: "troupe-observe", path: "Sources/troupe-observe"),
+        .testTarget(
+            name: "TroupeObserverTests",
+            dependencies: ["TroupeObserver", "Troupe", "TroupeTestSupport", "troupe-observe"],
+            path: "Tests/TroupeObserverTests"
         ),
         .target(
             name: "TroupeTesting", dependencies: ["Troupe", "TroupeLocks", "TroupePersistence"],

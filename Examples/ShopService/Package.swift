@@ -31,6 +31,7 @@ let package = Package(
                 "ShopActors",
                 .product(name: "Troupe", package: "Troupe"),
                 .product(name: "TroupeMetrics", package: "Troupe"),
+                .product(name: "TroupeObserver", package: "Troupe"),
                 .product(name: "TroupeServiceLifecycle", package: "Troupe"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -35,7 +35,7 @@ fi
 echo "# Examples/ShopService/load.sh $seconds $connections"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(swift --version 2>/dev/null | head -1)"
 
-SHOP_PORT=$port SHOP_LOG_LEVEL=warning "$binary" &
+SHOP_PORT=$port SHOP_OBSERVER_PORT=${SHOP_OBSERVER_PORT:-0} SHOP_LOG_LEVEL=warning "$binary" &
 pid=$!
 trap 'kill -9 $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do

@@ -12,49 +12,17 @@ import TroupeTestSupport
     import Glibc
 #endif
 
-/// A client that speaks the wire format byte by byte over a plain TCP socket (non-blocking,
-/// polled with short sleeps, so it never holds a cooperative thread).
-final class RawPeer: @unchecked Sendable {  // used by one test task at a time
-    let fd: Int32
+/// A client that speaks the wire format byte by byte over a plain TCP socket (``RawSocket``).
+final class RawPeer: Sendable {
+    let socket: RawSocket
+    var fd: Int32 { socket.fd }
 
-    init(fd: Int32) { self.fd = fd }
+    init(fd: Int32) { socket = RawSocket(fd: fd) }
 
     /// Connects to 127.0.0.1:`port`, from `source` (another loopback address) if given.
-    convenience init(port: Int, source: String? = nil) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        if let source {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            inet_pton(AF_INET, source, &local.sin_addr)
-            let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard bound == 0 else {
-                Glibc.close(fd)
-                throw POSIXError(.EADDRNOTAVAIL)
-            }
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            Glibc.close(fd)
-            throw POSIXError(.ECONNREFUSED)
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        self.init(fd: fd)
+    init(port: Int, source: String? = nil) throws {
+        socket = try RawSocket(port: port, source: source)
     }
-
-    deinit { Glibc.close(fd) }
 
     /// A connection to `node` that has completed the handshake as `member` (the initiator),
     /// with the test secret.
@@ -72,22 +40,7 @@ final class RawPeer: @unchecked Sendable {  // used by one test task at a time
 
     /// Sends all of `bytes` (false if the peer closed or reset the connection).
     @discardableResult
-    func send(_ bytes: [UInt8]) async -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            if sent > 0 {
-                offset += sent
-            } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                try? await Task.sleep(for: .milliseconds(1))
-            } else {
-                return false
-            }
-        }
-        return true
-    }
+    func send(_ bytes: [UInt8]) async -> Bool { await socket.send(bytes) }
 
     @discardableResult
     func send(_ envelope: WireEnvelope) async -> Bool {
@@ -107,38 +60,13 @@ final class RawPeer: @unchecked Sendable {  // used by one test task at a time
     }
 
     private func read(_ count: Int, within timeout: Duration) async -> [UInt8]? {
-        var bytes: [UInt8] = []
-        let deadline = ContinuousClock.now + timeout
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while bytes.count < count {
-            let wanted = min(chunk.count, count - bytes.count)
-            let got = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, wanted, 0) }
-            if got > 0 {
-                bytes += chunk[0..<got]
-            } else if got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                guard ContinuousClock.now < deadline else { return nil }
-                try? await Task.sleep(for: .milliseconds(2))
-            } else {
-                return nil
-            }
-        }
-        return bytes
+        await socket.read(count, within: timeout)
     }
 
     /// Whether the node closed the connection within `timeout` (reads and drops what it sends).
-    func closedByPeer(within timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        var sink = [UInt8](repeating: 0, count: 4096)
-        while ContinuousClock.now < deadline {
-            let got = sink.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return true }
-            if got < 0 { try? await Task.sleep(for: .milliseconds(5)) }
-        }
-        return false
-    }
+    func closedByPeer(within timeout: Duration) async -> Bool { await socket.closedByPeer(within: timeout) }
 }
 
-/// A node process's resident memory (now and at its peak) and open descriptors, from /proc.
 struct ProcessUsage {
     let residentBytes: Int
     let peakResidentBytes: Int

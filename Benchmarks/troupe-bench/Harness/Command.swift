@@ -15,7 +15,9 @@ struct TroupeBench: ParsableCommand {
             TroupeCluster's rows: troupe-bench cluster --help. Durable actors on SQLite: \
             troupe-bench persistence --help. Virtual actors on one node: troupe-bench entities --help.
             """,
-        subcommands: [ClusterBench.self, PersistenceBench.self, EntitiesBench.self, ClusterEntitiesBench.self])
+        subcommands: [
+            ClusterBench.self, PersistenceBench.self, EntitiesBench.self, ClusterEntitiesBench.self, ObserverBench.self,
+        ])
 
     @Flag(help: "Every workload at a small size: verifies every result, finishes in seconds.")
     var quick = false

@@ -36,6 +36,9 @@ public struct ActorSnapshot: Sendable {
     public let failures: Int
     /// How often it was restarted.
     public let restarts: Int
+    /// Whether it can be restarted (it was spawned from a factory): see
+    /// ``ActorSystem/restartActor(id:)``.
+    public let isRestartable: Bool
     /// Its sampled time-in-mailbox histogram, when ``ActorSystem/Introspection/perActorHistograms``
     /// is on and it handled a sampled message.
     public let timeInMailbox: LatencyHistogram?

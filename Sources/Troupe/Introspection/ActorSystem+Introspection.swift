@@ -12,36 +12,74 @@ extension ActorSystem {
     /// let busiest = system.snapshot().actors.max { $0.messagesProcessed < $1.messagesProcessed }
     /// ```
     public func snapshot() -> SystemSnapshot {
-        let shared = scheduler.sharedWorkers
-        let reads = shared.map { worker in
+        let workers = workerReads()
+        // Strong references from here on: the cells named below cannot go while they are read.
+        let cells = liveCells()
+        return makeSnapshot(actors: cells, live: cells.count, matching: cells.count, workers: workers, alsoRunning: [])
+    }
+
+    /// What each worker runs (a cell's identity, 0 when idle) and how many handlers it has
+    /// started, read first: a snapshot names the running cells from the live actors it reads
+    /// after.
+    struct WorkerReads {
+        let shared: [(cell: UInt, handlersStarted: UInt)]
+        let dedicated: [(cell: UInt, handlersStarted: UInt)]
+
+        var runningIdentities: Set<UInt> {
+            Set(shared.map(\.cell) + dedicated.map(\.cell)).subtracting([0])
+        }
+    }
+
+    func workerReads() -> WorkerReads {
+        let shared = scheduler.sharedWorkers.map { worker in
             // Safety: the scheduler (held by this system) holds its shared workers for its whole life.
             worker._withUnsafeGuaranteedRef {
                 ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
             }
         }
-        let dedicated = scheduler.dedicatedWorkers
-        let dedicatedReads = dedicated.map {
+        let dedicated = scheduler.dedicatedWorkers.map {
             ($0.currentCell.load(ordering: .relaxed), $0.progress.handlersStarted)
         }
-        let running = Set(reads.map(\.0) + dedicatedReads.map(\.0)).subtracting([0])
-        // Strong references from here on: the cells named below cannot go while they are read.
-        let cells = liveCells()
+        return WorkerReads(shared: shared, dedicated: dedicated)
+    }
+
+    /// The snapshot of `cells` (strongly held by the caller; `matching` of the `live` actors
+    /// matched what the caller asked), the workers as `reads` saw them (naming the cells they
+    /// ran from `cells` and `alsoRunning`), the job lanes and the system's histograms.
+    func makeSnapshot(
+        actors cells: [AnyCell], live: Int, matching: Int, workers reads: WorkerReads, alsoRunning: [AnyCell]
+    ) -> SystemSnapshot {
+        let running = reads.runningIdentities
         let taskLanes = taskExecutorSlot.withLock { $0?.lanes } ?? []
         let serialLanes = introspector.liveSerialLanes
         var byAddress: [UInt: AnyCell] = [:]
-        for cell in cells { byAddress[Self.identity(of: cell)] = cell }
-        for lane in taskLanes { byAddress[Self.identity(of: lane)] = lane }
-        for lane in serialLanes { byAddress[Self.identity(of: lane)] = lane }
-
+        if !running.isEmpty {
+            for cell in cells + alsoRunning where running.contains(Self.identity(of: cell)) {
+                byAddress[Self.identity(of: cell)] = cell
+            }
+            for lane in taskLanes { byAddress[Self.identity(of: lane)] = lane }
+            for lane in serialLanes { byAddress[Self.identity(of: lane)] = lane }
+        }
+        // Type names once per cell class (a name is `String(reflecting:)`, about a microsecond).
+        var typeNames: [ObjectIdentifier: (definition: String, message: String)] = [:]
         let actors = cells.map { cell in
+            let type = ObjectIdentifier(Swift.type(of: cell))
+            let names =
+                typeNames[type]
+                ?? {
+                    let made = (cell.definitionTypeName, cell.messageTypeName)
+                    typeNames[type] = made
+                    return made
+                }()
             let histograms = cell.ownHistograms
             return ActorSnapshot(
-                address: cell.address, definitionType: cell.definitionTypeName, messageType: cell.messageTypeName,
+                address: cell.address, definitionType: names.definition, messageType: names.message,
                 state: cell.observedState(running: running.contains(Self.identity(of: cell))),
                 mailboxDepth: cell.observedMailboxDepth, hasPendingMessages: cell.observedHasPendingMessages,
                 messagesProcessed: cell.messagesProcessed,
                 failures: Int(cell.failureTotal.load(ordering: .relaxed)),
                 restarts: Int(cell.restartTotal.load(ordering: .relaxed)),
+                isRestartable: cell.config?.factory != nil,
                 timeInMailbox: histograms.map { LatencyHistogram(copying: $0.timeInMailbox) },
                 handlerDuration: histograms.map { LatencyHistogram(copying: $0.handlerDuration) })
         }
@@ -51,8 +89,8 @@ extension ActorSystem {
             } + serialLanes.map { Self.laneSnapshot($0, executor: .serial, running: running) }
 
         var workers: [WorkerSnapshot] = []
-        for (index, read) in reads.enumerated() {
-            let current = read.0 == 0 ? nil : byAddress[read.0]
+        for (index, read) in reads.shared.enumerated() {
+            let current = read.cell == 0 ? nil : byAddress[read.cell]
             workers.append(
                 WorkerSnapshot(
                     index: index, isDedicated: false,
@@ -60,24 +98,25 @@ extension ActorSystem {
                         WorkerSnapshot.Running(
                             actor: cell.address, isSwiftJob: cell.isJobLane, messageType: cell.messageTypeName,
                             handlerRunningFor: introspector.watchdog?.runningTime(
-                                worker: index, cell: read.0, progress: read.1))
-                    }, handlersStarted: UInt64(read.1)))
+                                worker: index, cell: read.cell, progress: read.handlersStarted))
+                    }, handlersStarted: UInt64(read.handlersStarted)))
         }
-        for (offset, read) in dedicatedReads.enumerated() {
-            let current = read.0 == 0 ? nil : byAddress[read.0]
+        for (offset, read) in reads.dedicated.enumerated() {
+            let current = read.cell == 0 ? nil : byAddress[read.cell]
             workers.append(
                 WorkerSnapshot(
-                    index: shared.count + offset, isDedicated: true,
+                    index: reads.shared.count + offset, isDedicated: true,
                     running: current.map {
                         WorkerSnapshot.Running(
                             actor: $0.address, isSwiftJob: false, messageType: $0.messageTypeName,
                             handlerRunningFor: nil)
-                    }, handlersStarted: UInt64(read.1)))
+                    }, handlersStarted: UInt64(read.handlersStarted)))
         }
         return SystemSnapshot(
             systemName: configuration.name,
             uptime: .nanoseconds(CTroupe_monotonic_ns() - introspector.createdAt),
-            actors: actors, jobLanes: lanes, workers: workers,
+            actors: actors, liveActorCount: live, matchingActorCount: matching, jobLanes: lanes,
+            workers: workers,
             timeInMailbox: LatencyHistogram(copying: introspector.timeInMailbox),
             handlerDuration: LatencyHistogram(copying: introspector.handlerDuration),
             samplingInterval: Int(CTroupe_sampling_interval()),
@@ -136,5 +175,32 @@ extension ActorSystem {
     func stuckHandlerFinished(_ report: StuckHandler) {
         logger.notice("stuck handler finished", metadata: report.logMetadata)
         hooks.stuckHandler(report)
+    }
+}
+
+extension ActorSystem {
+    /// Asks the live actor whose ``ActorAddress/id`` is `id` to stop, as ``ActorRef/stop()``
+    /// does: it finishes its current message, its mailbox's later messages become dead letters,
+    /// and its watchers are told. For operators' tools that know an actor only from a snapshot
+    /// (TroupeObserver's stop button, a debug endpoint); code that holds a reference stops it
+    /// through the reference. Returns false when no live actor has that id (it had stopped, or
+    /// never existed). O(live actors). Any thread.
+    @discardableResult
+    public func stopActor(id: UInt64) -> Bool {
+        guard let cell = liveActors.withLock({ $0.first { $0.address.id == id } }) else { return false }
+        cell.requestStop()
+        return true
+    }
+
+    /// Restarts the live actor whose ``ActorAddress/id`` is `id` before its next message, as
+    /// ``ActorRef/requestRestart(reason:after:)`` does (a fresh instance from its spawn factory,
+    /// the mailbox kept), with ``RestartRequested`` as the reason. For operators' tools, like
+    /// ``stopActor(id:)``. Returns false when no live actor has that id or it cannot restart
+    /// (it was spawned from an instance: ``ActorSnapshot/isRestartable``). O(live actors). Any
+    /// thread.
+    @discardableResult
+    public func restartActor(id: UInt64) -> Bool {
+        guard let cell = liveActors.withLock({ $0.first { $0.address.id == id } }) else { return false }
+        return cell.requestRestart(reason: RestartRequested(), after: .zero)
     }
 }

@@ -6,8 +6,14 @@ public struct SystemSnapshot: Sendable {
     public let systemName: String
     /// Time since the system was created.
     public let uptime: Duration
-    /// Live actors, most recently spawned first.
+    /// Live actors, most recently spawned first; from ``ActorSystem/snapshot(topActors:by:matching:)``,
+    /// only the top ones, in its ranking's order.
     public let actors: [ActorSnapshot]
+    /// Actors live when the snapshot was taken (``actors`` may hold fewer).
+    public let liveActorCount: Int
+    /// Actors that matched the search of ``ActorSystem/snapshot(topActors:by:matching:)``
+    /// (from ``ActorSystem/snapshot()``, all of them: `actors.count`).
+    public let matchingActorCount: Int
     /// The Swift executors' job lanes that exist.
     public let jobLanes: [JobLaneSnapshot]
     /// Shared workers first, then dedicated threads.
@@ -35,7 +41,7 @@ extension SystemSnapshot: CustomStringConvertible {
     public var description: String {
         var lines: [String] = []
         lines.append(
-            "system \(systemName): up \(LatencyHistogram.format(uptime)), \(actors.count) actors, \(jobLanes.count) job lanes, \(workers.count) workers, \(deadLetters) dead letters, \(stuckHandlers) stuck handlers\(isShuttingDown ? ", shutting down" : "")"
+            "system \(systemName): up \(LatencyHistogram.format(uptime)), \(liveActorCount) actors, \(jobLanes.count) job lanes, \(workers.count) workers, \(deadLetters) dead letters, \(stuckHandlers) stuck handlers\(isShuttingDown ? ", shutting down" : "")"
         )
         for worker in workers {
             let kind = worker.isDedicated ? "dedicated" : "worker"

@@ -89,6 +89,24 @@ struct LiveActors {
         return nil
     }
 
+    /// Calls `body` with at most `limit` members, most recent first, starting at `start` (a
+    /// member; nil: the head). Returns the member after the last one visited, or nil at the
+    /// end. Lets a long walk (a snapshot's top actors over a million) give the lock up between
+    /// stretches: the caller keeps the returned member alive and checks with ``contains(_:)``
+    /// that it is still a member before going on from it.
+    func visit(from start: AnyCell?, limit: Int, _ body: (AnyCell) -> Void) -> AnyCell? {
+        // Safety: every linked member holds the retain `insert` took, and the list is only read under
+        // the system's `liveActors` lock, so each cell reached here is alive.
+        var cursor = start.map { Unmanaged.passUnretained($0) } ?? head
+        var visited = 0
+        while let cell = cursor, visited < limit {
+            cell._withUnsafeGuaranteedRef { body($0) }
+            cursor = cell._withUnsafeGuaranteedRef { $0.liveNext }
+            visited += 1
+        }
+        return cursor?.takeUnretainedValue()
+    }
+
     // Safety (every `_withUnsafeGuaranteedRef` and `takeUnretainedValue` here): a member is held
     // by the retain `insert` took until `remove` gives it back, and the list is only touched
     // under the system's `liveActors` lock, so every linked cell is alive while it is read.

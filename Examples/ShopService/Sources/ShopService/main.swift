@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Hummingbird
 import Logging
 import Metrics
@@ -6,10 +9,12 @@ import ServiceLifecycle
 import ShopActors
 import Troupe
 import TroupeMetrics
+import TroupeObserver
 import TroupeServiceLifecycle
 
 // Settings from the environment: SHOP_PORT (8080), SHOP_HOST (127.0.0.1), SHOP_LOG_LEVEL (info),
-// SHOP_BACKEND_LATENCY_MS (2).
+// SHOP_BACKEND_LATENCY_MS (2), SHOP_OBSERVER_PORT (8081; 0 picks a free one, "off" serves no
+// observer), SHOP_OBSERVER_TOKEN (a random one when unset).
 let environment = Environment()
 let port = environment.get("SHOP_PORT").flatMap(Int.init) ?? 8080
 let host = environment.get("SHOP_HOST") ?? "127.0.0.1"
@@ -31,6 +36,19 @@ let system = ActorSystem(configuration: .init(name: "shop", logger: logger))
 let metrics = TroupeMetrics(system: system)
 let shop = try Shop(system: system, backendLatency: backendLatency)
 
+// The observer's live page on loopback: its address, with the token, is printed on stdout.
+let observerPort = environment.get("SHOP_OBSERVER_PORT") ?? "8081"
+let observer: Observer? =
+    observerPort == "off"
+    ? nil
+    : try await system.serveObserver(
+        ObserverSettings(port: Int(observerPort) ?? 8081, token: environment.get("SHOP_OBSERVER_TOKEN")))
+if let observer {
+    // Written at once (print's stdout is buffered when it is not a terminal).
+    let line = "observer: \(observer.url)\n"
+    _ = line.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
+}
+
 let app = Application(
     router: buildRouter(shop: shop, registry: registry),
     configuration: .init(address: .hostname(host, port: port), serverName: "shop"),
@@ -45,4 +63,5 @@ let group = ServiceGroup(
         logger: logger))
 logger.info("shop service starting", metadata: ["address": "\(host):\(port)", "workers": "\(system.workerCount)"])
 try await group.run()
+await observer?.shutdown()
 logger.info("shop service stopped", metadata: ["dead_letters": "\(system.deadLetters.total)"])

@@ -1,0 +1,217 @@
+import Synchronization
+internal import CTroupe
+
+extension ActorSystem {
+    /// A snapshot like ``snapshot()`` whose ``SystemSnapshot/actors`` are only the first `limit`
+    /// live actors by `ranking`, in that order, among those whose name, type or address as shown
+    /// (`name#ID`) contains `search` (ignoring ASCII case; empty: every actor). ``SystemSnapshot/matchingActorCount``
+    /// says how many matched. For views of large systems (TroupeObserver's page, a debug
+    /// endpoint): it reads a few counters of each actor and makes a full description only of
+    /// the ones it returns, where ``snapshot()`` describes every actor.
+    ///
+    /// The walk over the live actors gives the system's actor list up every 4,096 actors, so
+    /// spawns and stops wait at most that long for it (about 0.1 ms here). O(live actors ×
+    /// log `limit`). Any thread.
+    public func snapshot(
+        topActors limit: Int, by ranking: ActorRanking, matching search: String = ""
+    )
+        -> SystemSnapshot
+    {
+        precondition(limit >= 0, "snapshot(topActors:): limit \(limit) is negative; pass 0 or more")
+        let workers = workerReads()
+        if limit == 0 && search.isEmpty {
+            // Only the system's part: no walk over the actors.
+            return makeSnapshot(
+                actors: [], live: liveActorCount, matching: liveActorCount, workers: workers, alsoRunning: [])
+        }
+        let found = topCells(limit, ranking: ranking, search: search, running: workers.runningIdentities)
+        return makeSnapshot(
+            actors: found.cells, live: found.live, matching: found.matching, workers: workers,
+            alsoRunning: found.running)
+    }
+
+    /// The live actors `snapshot(topActors:…)` returns, strongly held, best first, and how many
+    /// matched the search; and the cells the workers ran when they were read (`running`, by
+    /// identity), so that the snapshot can name them.
+    private func topCells(
+        _ limit: Int, ranking: ActorRanking, search: String, running: Set<UInt>
+    ) -> (cells: [AnyCell], live: Int, matching: Int, running: [AnyCell]) {
+        var ranked = RankedCells(limit: limit, ranking: ranking)
+        var filter = ActorSearch(search)
+        var runningCells: [AnyCell] = []
+        var matching = 0
+        var live = 0
+        // A member to go on from after giving the lock up (retained meanwhile), and what to
+        // release once the lock is given up.
+        var resume: AnyCell?
+        var restarts = 0
+        var done = false
+        while !done {
+            liveActors.withLock { list in
+                var start: AnyCell? = nil
+                if let resume {
+                    if list.contains(resume) {
+                        start = resume
+                    } else {
+                        // The member to go on from stopped meanwhile: start again from the
+                        // head (after three such restarts, in one stretch under the lock).
+                        ranked.removeAll()
+                        matching = 0
+                        live = 0
+                        runningCells.removeAll()
+                        restarts += 1
+                    }
+                }
+                let next = list.visit(from: start, limit: restarts >= 3 ? .max : 4096) { cell in
+                    live += 1
+                    if !running.isEmpty, running.contains(Self.identity(of: cell)) { runningCells.append(cell) }
+                    guard filter.matches(cell) else { return }
+                    matching += 1
+                    ranked.consider(cell)
+                }
+                resume = next
+                done = next == nil
+            }
+            ranked.releaseEvicted()
+        }
+        return (ranked.sortedCells(), live, matching, runningCells)
+    }
+}
+
+/// The best `limit` cells seen so far by a ranking: a sorted array with binary insertion (the
+/// limit is small, the actors many: most are rejected by one comparison with the worst kept).
+/// Ties on a count go to the most recently spawned (the higher id), the order the walk meets
+/// them in, so that a system of equal actors (all idle) costs one comparison per actor.
+/// Kept cells are retained, so they outlive the walk's pauses; evicted ones are released only
+/// outside the lock.
+private struct RankedCells {
+    private struct Entry {
+        let cell: AnyCell
+        let key: UInt64
+        let id: UInt64
+    }
+
+    let limit: Int
+    let ranking: ActorRanking
+    private var entries: [Entry] = []
+    private var evicted: [AnyCell] = []
+    /// The last kept entry's key and id, once `limit` are kept.
+    private var worstKey: UInt64 = 0
+    private var worstID: UInt64 = 0
+
+    init(limit: Int, ranking: ActorRanking) {
+        self.limit = limit
+        self.ranking = ranking
+        entries.reserveCapacity(limit + 1)
+    }
+
+    /// The cell's number for rankings by a count (higher first).
+    private func key(of cell: AnyCell) -> UInt64 {
+        switch ranking {
+        case .messagesProcessed: return CTroupe_mailbox_popped(cell.mailbox)
+        case .mailboxDepth:
+            // Not counted (-1) sorts below every count.
+            return UInt64(bitPattern: Int64(CTroupe_mailbox_depth(cell.mailbox)) &+ 1)
+        case .failures: return UInt64(cell.failureTotal.load(ordering: .relaxed))
+        case .restarts: return UInt64(cell.restartTotal.load(ordering: .relaxed))
+        case .name: return 0
+        }
+    }
+
+    /// Whether the entry (`key`, `id`, `cell`) comes before `b`.
+    private func precedes(key: UInt64, id: UInt64, cell: AnyCell, _ b: Entry) -> Bool {
+        if ranking == .name {
+            let (left, right) = (cell.address.description, b.cell.address.description)
+            return left != right ? left < right : id < b.id
+        }
+        return key != b.key ? key > b.key : id > b.id
+    }
+
+    /// Keeps `cell` if it is among the best `limit` so far. Most cells are rejected by one
+    /// comparison with the worst kept, before anything is retained.
+    mutating func consider(_ cell: AnyCell) {
+        guard limit > 0 else { return }
+        let key = key(of: cell)
+        let id = cell.id
+        if entries.count == limit {
+            if ranking != .name {
+                // The common rejection, on two integers: nothing retained, no string read.
+                guard key > worstKey || (key == worstKey && id > worstID) else { return }
+            } else {
+                guard let worst = entries.last, precedes(key: key, id: id, cell: cell, worst) else { return }
+            }
+            evicted.append(entries.removeLast().cell)
+        }
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            let entry = entries[middle]
+            if !precedes(key: key, id: id, cell: cell, entry) { low = middle + 1 } else { high = middle }
+        }
+        entries.insert(Entry(cell: cell, key: key, id: id), at: low)
+        if let worst = entries.last { (worstKey, worstID) = (worst.key, worst.id) }
+    }
+
+    mutating func removeAll() {
+        evicted += entries.map(\.cell)
+        entries.removeAll(keepingCapacity: true)
+    }
+
+    /// Drops the references to evicted cells. Outside the system's actor-list lock: the last
+    /// reference to a stopped cell runs its deinit.
+    mutating func releaseEvicted() { evicted.removeAll(keepingCapacity: true) }
+
+    func sortedCells() -> [AnyCell] { entries.map(\.cell) }
+}
+
+/// A case-insensitive (ASCII) substring search over an actor's name, its address as shown
+/// (`name#ID`, `actor#ID`, when the search holds a `#`; `#12` finds actor 12) and its
+/// definition's type, without making a string per actor for a plain search: whether a type
+/// matches is decided once per cell class.
+private struct ActorSearch {
+    private let needle: [UInt8]
+    /// The id a search `#ID` names.
+    private let id: UInt64?
+    private var typeMatches: [ObjectIdentifier: Bool] = [:]
+
+    /// Whether the search holds a `#`: it is then also matched against each address as shown
+    /// (`name#ID`, `actor#ID`), made for that actor.
+    private let matchesAddresses: Bool
+
+    init(_ search: String) {
+        needle = search.utf8.map(Self.lowercased)
+        id = search.first == "#" ? UInt64(search.dropFirst()) : nil
+        matchesAddresses = search.contains("#")
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= 65 && byte <= 90 ? byte + 32 : byte
+    }
+
+    mutating func matches(_ cell: AnyCell) -> Bool {
+        guard !needle.isEmpty else { return true }
+        if let id, cell.id == id { return true }
+        if var name = cell.config?.name, name.withUTF8({ contains($0) }) { return true }
+        if matchesAddresses {
+            var address = cell.address.description
+            if address.withUTF8({ contains($0) }) { return true }
+        }
+        let type = ObjectIdentifier(Swift.type(of: cell))
+        if let known = typeMatches[type] { return known }
+        var typeName = cell.definitionTypeName
+        let found = typeName.withUTF8 { contains($0) }
+        typeMatches[type] = found
+        return found
+    }
+
+    private func contains(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count >= needle.count else { return false }
+        for start in 0...(bytes.count - needle.count) {
+            var index = 0
+            while index < needle.count, Self.lowercased(bytes[start + index]) == needle[index] { index += 1 }
+            if index == needle.count { return true }
+        }
+        return false
+    }
+}

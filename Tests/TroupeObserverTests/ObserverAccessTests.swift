@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+import Troupe
+import TroupeTestSupport
+
+@testable import TroupeObserver
+
+/// Who may use the observer, and what a request does: the token on every route, the state
+/// document, and the stop and restart actions, checked by a client that writes raw HTTP.
+@Suite(.serialized)
+struct ObserverAccessTests {
+    static let token = "observer-test-token-0123456789"
+
+    static func withObserver(
+        _ settings: ObserverSettings = ObserverSettings(token: token),
+        introspection: ActorSystem.Introspection = .init(),
+        _ body: (ActorSystem, Observer) async throws -> Void
+    ) async throws {
+        try await withTestSystem(introspection: introspection) { system in
+            let observer = try await system.serveObserver(settings)
+            do {
+                try await body(system, observer)
+            } catch {
+                await observer.shutdown()
+                throw error
+            }
+            await observer.shutdown()
+        }
+    }
+
+    @Test func everyRouteRefusesARequestWithoutTheToken() async throws {
+        try await Self.withObserver { system, observer in
+            let counter = system.spawn(Counter(), options: SpawnOptions(name: "kept"))
+            let port = observer.port
+            for target in ["/", "/index.html", "/api/state", "/ws", "/nothing", "/?token=wrong-token-0123456789"] {
+                let reply = try await ObserverClient.get(port: port, target)
+                #expect(reply?.status == 401, "GET \(target)")
+                #expect(reply?.body.contains("token required") == true)
+            }
+            let almost = String(Self.token.dropLast()) + "X"
+            #expect(try await ObserverClient.get(port: port, "/?token=\(almost)")?.status == 401)
+            #expect(
+                try await ObserverClient.get(port: port, "/api/state", headers: "Authorization: Bearer \(almost)\r\n")?
+                    .status
+                    == 401)
+            let stop = try await ObserverClient.post(port: port, "/api/actors/\(counter.address.id)/stop")
+            #expect(stop?.status == 401)
+            #expect(!counter.isStopped)
+            let (socket, status) = try await ObserverClient.openWebSocket(port: port, "/ws?token=\(almost)")
+            #expect(status == 401)
+            _ = socket
+            #expect(observer.samplesTaken == 0, "an unauthenticated request read the system")
+        }
+    }
+
+    @Test func theTokenInTheURLOrABearerHeaderOpensThePageAndTheState() async throws {
+        try await Self.withObserver { system, observer in
+            let page = try await ObserverClient.get(port: observer.port, "/?token=\(Self.token)")
+            #expect(page?.status == 200)
+            #expect(page?.headers["content-type"]?.hasPrefix("text/html") == true)
+            #expect(page?.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+            #expect(page?.body.contains("<title>Troupe observer</title>") == true)
+            #expect(page?.body.contains("http://") == false, "the page must load nothing from elsewhere")
+            let state = try await ObserverClient.get(
+                port: observer.port, "/api/state", headers: "Authorization: Bearer \(Self.token)\r\n")
+            #expect(state?.status == 200)
+            let systemPart = state?.json?["system"] as? [String: Any]
+            #expect(systemPart?["name"] as? String == system.configuration.name)
+            #expect((systemPart?["workers"] as? [Any])?.count == system.workerCount)
+            #expect(observer.url == "http://127.0.0.1:\(observer.port)/?token=\(Self.token)")
+        }
+    }
+
+    @Test func theStateListsTheTopActorsInTheOrderAndSearchAsked() async throws {
+        try await Self.withObserver { system, observer in
+            var refs: [ActorRef<Counter.Message>] = []
+            for index in 0..<12 {
+                let ref = system.spawn(
+                    Counter(), options: SpawnOptions(name: index % 2 == 0 ? "even-\(index)" : "odd-\(index)"))
+                for _ in 0..<(index * 3) { ref.tell(.add(1)) }
+                refs.append(ref)
+            }
+            // Every message handled (an ask answers after the tells before it).
+            for ref in refs { _ = try await ref.ask { .get($0) } }
+            func state(_ query: String) async throws -> RawReply? {
+                try await ObserverClient.get(port: observer.port, "/api/state?token=\(Self.token)&\(query)")
+            }
+            let busiest = try #require(try await state("sort=processed&limit=3"))
+            #expect(busiest.actors.map { $0["name"] as? String } == ["odd-11", "even-10", "odd-9"])
+            #expect(busiest.actors.map { $0["processed"] as? Int } == [34, 31, 28], "tells plus the ask")
+            let view = busiest.json?["view"] as? [String: Any]
+            #expect(view?["matching"] as? Int == 12)
+            #expect(view?["limit"] as? Int == 3)
+
+            let byName = try #require(try await state("sort=name&q=EVEN&limit=500"))
+            let names = byName.actors.compactMap { $0["name"] as? String }
+            #expect(names == ["even-0", "even-10", "even-2", "even-4", "even-6", "even-8"])
+            #expect((byName.json?["view"] as? [String: Any])?["q"] as? String == "even")
+
+            // Bad values keep the defaults; the limit is clamped.
+            let odd = try #require(try await state("sort=bogus&limit=-4&q=%6Fdd"))
+            #expect((odd.json?["view"] as? [String: Any])?["sort"] as? String == "processed")
+            #expect(odd.actors.count == 1)
+            #expect(odd.actors.first?["name"] as? String == "odd-11")
+        }
+    }
+
+    @Test func stopAndRestartActOnTheActorTheyName() async throws {
+        try await Self.withObserver { system, observer in
+            let fromInstance = system.spawn(Counter(), options: SpawnOptions(name: "instance"))
+            let fromFactory = system.spawn(options: SpawnOptions(name: "factory")) { Counter() }
+            fromFactory.tell(.add(5))
+            #expect(try await fromFactory.ask { .get($0) } == 5)
+            let port = observer.port
+            let token = Self.token
+
+            let restart = try await ObserverClient.post(
+                port: port, "/api/actors/\(fromFactory.address.id)/restart?token=\(token)")
+            #expect(restart?.status == 200)
+            #expect(try await fromFactory.ask { .get($0) } == 0, "a fresh instance from the factory")
+            let refused = try await ObserverClient.post(
+                port: port, "/api/actors/\(fromInstance.address.id)/restart?token=\(token)")
+            #expect(refused?.status == 404)
+            #expect(refused?.body.contains("spawned from an instance") == true)
+
+            let stop = try await ObserverClient.post(
+                port: port, "/api/actors/\(fromInstance.address.id)/stop?token=\(token)")
+            #expect(stop?.status == 200)
+            #expect(stop?.json?["stopped"] as? Bool == true)
+            let terminated = await fromInstance.terminated()
+            #expect(terminated.actor == fromInstance.address)
+            let again = try await ObserverClient.post(
+                port: port, "/api/actors/\(fromInstance.address.id)/stop?token=\(token)")
+            #expect(again?.status == 404)
+            #expect(try await ObserverClient.post(port: port, "/api/actors/abc/stop?token=\(token)")?.status == 400)
+            #expect(try await ObserverClient.post(port: port, "/api/actors/1/explode?token=\(token)")?.status == 404)
+            let put = try await ObserverClient.exchange(
+                port: port, "PUT /api/state?token=\(token) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            #expect(put?.status == 405)
+            #expect(!fromFactory.isStopped)
+        }
+    }
+
+    @Test func settingsThatWouldExposeThePageAreRefusedWithWhatToDo() async throws {
+        try await withTestSystem { system in
+            await #expect(throws: ObserverError.remoteAccessNeedsOptIn(host: "0.0.0.0")) {
+                _ = try await system.serveObserver(ObserverSettings(host: "0.0.0.0"))
+            }
+            await #expect(throws: ObserverError.tokenTooShort(length: 6)) {
+                _ = try await system.serveObserver(ObserverSettings(token: "secret"))
+            }
+            await #expect(
+                throws: ObserverError.invalidSetting(
+                    "updateInterval 0.05 seconds is below 100 ms (ten updates a second)")
+            ) {
+                _ = try await system.serveObserver(ObserverSettings(updateInterval: .milliseconds(50)))
+            }
+            #expect(ObserverError.remoteAccessNeedsOptIn(host: "0.0.0.0").description.contains("SSH tunnel"))
+            let first = try await system.serveObserver()
+            do {
+                _ = try await system.serveObserver(ObserverSettings(port: first.port))
+                Issue.record("a second observer bound a taken port")
+            } catch let error as ObserverError {
+                guard case .bindFailed(_, let port, _) = error else {
+                    Issue.record("expected bindFailed, got \(error)")
+                    await first.shutdown()
+                    return
+                }
+                #expect(port == first.port)
+            }
+            #expect(first.token.count == 32, "128 random bits in hexadecimal")
+            await first.shutdown()
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Testing
+import Troupe
+import TroupeTestSupport
+
+@testable import TroupeObserver
+
+/// The page's WebSocket: a document at once, then one only when something changed, at most
+/// one per update interval; view changes from the page; and no reading of the system while
+/// no page is connected.
+@Suite(.serialized)
+struct ObserverLiveTests {
+    static let token = ObserverAccessTests.token
+    static let interval = Duration.milliseconds(150)
+
+    @Test func nothingIsSampledWhileNoPageIsConnected() async throws {
+        let settings = ObserverSettings(token: Self.token, updateInterval: Self.interval)
+        try await ObserverAccessTests.withObserver(settings) { system, observer in
+            let counter = system.spawn(Counter())
+            for _ in 0..<100 { counter.tell(.add(1)) }
+            try await Task.sleep(for: Self.interval * 6)
+            #expect(observer.samplesTaken == 0)
+
+            let (socket, status) = try await ObserverClient.openWebSocket(
+                port: observer.port, "/ws?token=\(Self.token)")
+            #expect(status == 101)
+            #expect(await ObserverClient.readDocument(socket) != nil)
+            #expect(await waitUntil("samples while the page is open") { observer.samplesTaken >= 3 })
+            await socket.send(ObserverClient.clientFrame(opcode: 8, []))
+            #expect(await socket.closedByPeer(within: .seconds(5)))
+            #expect(await waitUntil("the page left") { observer.openConnections == 0 })
+            let afterClose = observer.samplesTaken
+            try await Task.sleep(for: Self.interval * 6)
+            #expect(observer.samplesTaken == afterClose, "the observer kept sampling with no page")
+        }
+    }
+
+    @Test func aPageGetsADocumentAtOnceThenOnlyChanges() async throws {
+        let settings = ObserverSettings(token: Self.token, updateInterval: Self.interval)
+        try await ObserverAccessTests.withObserver(settings) { system, observer in
+            let counter = system.spawn(Counter(), options: SpawnOptions(name: "watched"))
+            #expect(try await counter.ask { .get($0) } == 0)
+            let (socket, status) = try await ObserverClient.openWebSocket(
+                port: observer.port, "/ws?token=\(Self.token)&q=watched")
+            #expect(status == 101)
+            let first = try #require(await ObserverClient.readDocument(socket))
+            #expect((first["actors"] as? [[String: Any]])?.first?["name"] as? String == "watched")
+            // The second sample gives the first rates (null before); after that an idle system
+            // changes nothing, so nothing more is sent.
+            _ = await ObserverClient.readDocument(socket, within: Self.interval * 4)
+            #expect(
+                await ObserverClient.readFrame(socket, within: Self.interval * 6) == nil,
+                "a document was sent although nothing changed")
+
+            for _ in 0..<10 { counter.tell(.add(1)) }
+            #expect(try await counter.ask { .get($0) } == 10)
+            let changed = try #require(await ObserverClient.readDocument(socket))
+            #expect((changed["actors"] as? [[String: Any]])?.first?["processed"] as? Int == 12)
+
+            // The page asks for another view: it comes at once (or with the next tick).
+            await socket.send(ObserverClient.clientFrame(opcode: 1, Array("sort=name&limit=1&q=".utf8)))
+            var view: [String: Any]?
+            for _ in 0..<5 {
+                guard let document = await ObserverClient.readDocument(socket) else { break }
+                view = document["view"] as? [String: Any]
+                if view?["limit"] as? Int == 1 { break }
+            }
+            #expect(view?["limit"] as? Int == 1)
+            #expect(view?["sort"] as? String == "name")
+        }
+    }
+
+    @Test func updatesComeAtMostOncePerIntervalUnderLoad() async throws {
+        let settings = ObserverSettings(token: Self.token, updateInterval: .milliseconds(200))
+        try await ObserverAccessTests.withObserver(settings) { system, observer in
+            let counter = system.spawn(Counter())
+            let (socket, status) = try await ObserverClient.openWebSocket(
+                port: observer.port, "/ws?token=\(Self.token)")
+            #expect(status == 101)
+            let loading = Task {
+                while !Task.isCancelled {
+                    for _ in 0..<1000 { counter.tell(.add(1)) }
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            let started = ContinuousClock.now
+            var documents = 0
+            while ContinuousClock.now - started < .seconds(2) {
+                guard await ObserverClient.readDocument(socket, within: .seconds(2)) != nil else { break }
+                documents += 1
+            }
+            loading.cancel()
+            // 2 s at 200 ms: 10 ticks, plus the first document.
+            #expect(documents >= 5, "the page got \(documents) documents in 2 s under load")
+            #expect(documents <= 12, "the page got \(documents) documents in 2 s: more than one per interval")
+        }
+    }
+}
