@@ -152,8 +152,12 @@ def table(rows):
         if latency and has_rate:
             ns += f" (p50 {latency['p50']}, p99 {latency['p99']})"
         last = "; ".join(part for part in (figure, targets or extra) if part)
+        if row.get("system") in ("CAF", "Erlang/OTP") and not last:
+            last = row.get("note", "")
+        allocations = row.get("allocs_per_msg")
+        allocations = "n/a" if allocations is None else f"{allocations:.4f}"
         lines.append(f"| {row['workload']} | {row['system']} | {row.get('unit', '')} | {per_second} | {ns} | "
-                     f"{'' if ratio is None else f'{ratio:.2f}×'} | {row.get('allocs_per_msg', 0):.4f} | {last} |")
+                     f"{'' if ratio is None else f'{ratio:.2f}×'} | {allocations} | {last} |")
     return lines
 
 def update(path, lines, begin=BEGIN, end=END):

@@ -41,6 +41,13 @@ struct TroupeBench: ParsableCommand {
     @Flag(name: .customLong("no-warmup"), help: "Skip the unreported small warm-up run.")
     var noWarmup = false
 
+    @Flag(
+        help: """
+            Also run PingPong, Counting, ThreadRing, ForkJoinCreation, Fibonacci and MemoryPerIdleActor on CAF and \
+            Erlang/OTP (Benchmarks/peers/run.sh; a peer whose Debian package is missing is skipped).
+            """)
+    var peers = false
+
     @Flag(name: .customLong("baseline-full"), help: "Run the Swift native and Dispatch rows at the Troupe sizes.")
     var baselineFull = false
 
@@ -100,6 +107,7 @@ struct TroupeBench: ParsableCommand {
         var results: [Measurement] = []
         for rows in Self.workloads { results += rows(config) }
         troupe.shutdown()
+        if peers && !config.allocationGuard { results += peerRows(config) }
         if results.isEmpty {
             BenchConfig.usageError("--filter \(config.filters.joined(separator: ", ")) matches no row")
         }

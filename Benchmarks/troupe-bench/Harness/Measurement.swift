@@ -55,6 +55,8 @@ struct Measurement: Sendable {
     var rssBytes: Int64?
     /// Latency rows: per-operation percentiles; TimersLateness: lateness percentiles.
     var latency: LatencySummary?
+    /// False for rows measured by another program (the peers): their allocations are unknown.
+    var allocationsCounted = true
     /// A row whose unit differs from its workload's (Restart's spawn+stop and native rows:
     /// actors), singular and plural.
     var unitOverride: (singular: String, plural: String)?

@@ -308,10 +308,11 @@ private func printTable(_ results: [Measurement]) {
                 ? "1.00×"
                 : ratioToNative(m, baseline: base).map { fixed($0, 2) + "×" } ?? "n/a"
             cells += [
-                rate(m.messagesPerSecond), fixed(m.nanosecondsPerMessage, 1), ratio, fixed(m.allocationsPerMessage, 4),
+                rate(m.messagesPerSecond), fixed(m.nanosecondsPerMessage, 1), ratio,
+                m.allocationsCounted ? fixed(m.allocationsPerMessage, 4) : "n/a",
             ]
         } else {
-            cells += ["", "", "", fixed(m.allocationsPerMessage, 2)]
+            cells += ["", "", "", m.allocationsCounted ? fixed(m.allocationsPerMessage, 2) : "n/a"]
         }
         cells.append(peakText(m))
         cells.append(resultText(m))
@@ -373,8 +374,8 @@ private func json(_ results: [Measurement]) -> String {
             ("unit", jsonString(m.unit)),
             ("messages", String(m.messages)),
             ("seconds", jsonNumber(m.seconds)),
-            ("allocations", String(m.allocations)),
-            ("allocs_per_msg", jsonNumber(m.allocationsPerMessage)),
+            ("allocations", m.allocationsCounted ? String(m.allocations) : "null"),
+            ("allocs_per_msg", m.allocationsCounted ? jsonNumber(m.allocationsPerMessage) : "null"),
             ("peak_rss_bytes", m.peakRSS.map { String($0) } ?? "null"),
             ("rss_at_start_bytes", m.rssAtStart.map { String($0) } ?? "null"),
             ("note", jsonString(m.note)),

@@ -178,6 +178,7 @@ enum BenchSystem {
             "Troupe (ask from a task on its executor, hand-off off)",
         ]
         + poolSystems + poolSkewSystems + promiseCreateSystems + promiseAskSystems + restartSystems + timerSystems
+        + PeerSystem.all
 }
 
 /// Which size column of a workload a row uses.

@@ -23,7 +23,7 @@ private func fibonacci(_ n: Int) -> Int {
 }
 
 /// Nodes (actors) of the recursion tree of fib(n).
-private func fibonacciNodes(_ n: Int) -> Int {
+func fibonacciNodes(_ n: Int) -> Int {
     var (small, large) = (1, 1)  // nodes(0), nodes(1)
     if n < 2 { return 1 }
     for _ in 2...n { (small, large) = (large, 1 + large + small) }

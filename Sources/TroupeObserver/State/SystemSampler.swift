@@ -237,7 +237,8 @@ final class SystemSampler {
             seen &+= count
             guard seen >= rank else { continue }
             let lower = LatencyHistogram.lowerBound(ofBucket: index)
-            let upper = index + 1 < LatencyHistogram.bucketCount ? LatencyHistogram.lowerBound(ofBucket: index + 1) : lower
+            let upper =
+                index + 1 < LatencyHistogram.bucketCount ? LatencyHistogram.lowerBound(ofBucket: index + 1) : lower
             return (Double(lower + (upper - lower) / 2) / 1000, samples)
         }
         return nil
