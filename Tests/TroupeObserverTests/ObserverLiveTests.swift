@@ -53,8 +53,15 @@ struct ObserverLiveTests {
 
             for _ in 0..<10 { counter.tell(.add(1)) }
             #expect(try await counter.ask { .get($0) } == 10)
-            let changed = try #require(await ObserverClient.readDocument(socket))
-            #expect((changed["actors"] as? [[String: Any]])?.first?["processed"] as? Int == 12)
+            // A sample may catch the turn half done (a worker running, fewer handled): the page
+            // then gets that document, and the finished count in a later one.
+            var processed: Int?
+            for _ in 0..<10 {
+                guard let changed = await ObserverClient.readDocument(socket) else { break }
+                processed = (changed["actors"] as? [[String: Any]])?.first?["processed"] as? Int
+                if processed == 12 { break }
+            }
+            #expect(processed == 12)
 
             // The page asks for another view: it comes at once (or with the next tick).
             await socket.send(ObserverClient.clientFrame(opcode: 1, Array("sort=name&limit=1&q=".utf8)))
