@@ -73,7 +73,7 @@ public final class Observer: Sendable {
             }.get()
         } catch {
             try? await group.shutdownGracefully()
-            throw .invalidSetting("the observer's thread did not start: \(error)")
+            throw .threadFailed(reason: "\(error)")
         }
         let gate = ConnectionGate(limit: settings.maxConnections)
         let idle = TimeAmount.nanoseconds(

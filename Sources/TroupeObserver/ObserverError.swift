@@ -10,6 +10,9 @@ public enum ObserverError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Listening failed (the port is taken, the address is not this machine's): the system's
     /// error.
     case bindFailed(host: String, port: Int, reason: String)
+    /// The observer's event-loop thread did not take its first task (the process is out of
+    /// threads or shutting down): the system's error.
+    case threadFailed(reason: String)
 
     public var description: String {
         switch self {
@@ -19,6 +22,7 @@ public enum ObserverError: Error, Sendable, Equatable, CustomStringConvertible {
             "the observer's token has \(length) characters; give at least 16, or nil for a random one"
         case .invalidSetting(let text): "observer settings: \(text)"
         case .bindFailed(let host, let port, let reason): "the observer could not listen on \(host):\(port): \(reason)"
+        case .threadFailed(let reason): "the observer's thread did not start: \(reason)"
         }
     }
 }

@@ -156,6 +156,12 @@ struct ObserverAccessTests {
                 _ = try await system.serveObserver(ObserverSettings(updateInterval: .milliseconds(50)))
             }
             #expect(ObserverError.remoteAccessNeedsOptIn(host: "0.0.0.0").description.contains("SSH tunnel"))
+            // Names that only look like loopback are somebody else's machine.
+            for host in ["127.example.com", "127.0.0.1.nip.io", "localhost.example.com", "0.0.0.0", "::", "10.0.0.1"] {
+                await #expect(throws: ObserverError.remoteAccessNeedsOptIn(host: host), "\(host)") {
+                    _ = try await system.serveObserver(ObserverSettings(host: host))
+                }
+            }
             let first = try await system.serveObserver()
             do {
                 _ = try await system.serveObserver(ObserverSettings(port: first.port))
@@ -171,5 +177,20 @@ struct ObserverAccessTests {
             #expect(first.token.count == 32, "128 random bits in hexadecimal")
             await first.shutdown()
         }
+    }
+
+    @Test func loopbackMeansALoopbackAddressNotANameThatLooksLikeOne() {
+        for host in ["127.0.0.1", "127.1.2.3", "127.255.255.254", "::1", "::ffff:127.0.0.1", "localhost"] {
+            #expect(ObserverSettings(host: host).isLoopback, "\(host)")
+        }
+        for host in ["127.example.com", "127.0.0.1.example.com", "128.0.0.1", "::2", "::ffff:10.0.0.1", "", "local"] {
+            #expect(!ObserverSettings(host: host).isLoopback, "\(host)")
+        }
+    }
+
+    @Test func aFailureToStartTheThreadHasAnErrorOfItsOwn() {
+        let error = ObserverError.threadFailed(reason: "EAGAIN")
+        #expect(error.description == "the observer's thread did not start: EAGAIN")
+        #expect(error != .invalidSetting("the observer's thread did not start: EAGAIN"))
     }
 }

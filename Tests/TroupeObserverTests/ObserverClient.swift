@@ -69,8 +69,10 @@ enum ObserverClient {
 
     /// Opens a WebSocket at `target`; the socket and the status of the upgrade reply (101 when
     /// it was accepted).
-    static func openWebSocket(port: Int, _ target: String) async throws -> (RawSocket, Int?) {
-        let socket = try RawSocket(port: port)
+    static func openWebSocket(
+        port: Int, _ target: String, receiveBufferSize: Int? = nil
+    ) async throws -> (RawSocket, Int?) {
+        let socket = try RawSocket(port: port, receiveBufferSize: receiveBufferSize)
         await socket.send(
             "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")

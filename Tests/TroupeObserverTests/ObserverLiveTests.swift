@@ -101,4 +101,47 @@ struct ObserverLiveTests {
             #expect(documents <= 12, "the page got \(documents) documents in 2 s: more than one per interval")
         }
     }
+
+    @Test func aPageThatStopsReadingIsSentNothingMoreAndCostsNoSamples() async throws {
+        let settings = ObserverSettings(token: Self.token, updateInterval: .milliseconds(100))
+        try await ObserverAccessTests.withObserver(settings) { system, observer in
+            // Documents of about 20 KiB that change every interval fill the page's buffers fast.
+            let padding = String(repeating: "x", count: 200)
+            let counters = (0..<50).map { index in
+                system.spawn(Counter(), options: SpawnOptions(name: "counter-\(index)-\(padding)"))
+            }
+            let loading = Task {
+                while !Task.isCancelled {
+                    for counter in counters { counter.tell(.add(1)) }
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            defer { loading.cancel() }
+            let (socket, status) = try await ObserverClient.openWebSocket(
+                port: observer.port, "/ws?token=\(Self.token)&limit=50", receiveBufferSize: 4096)
+            #expect(status == 101)
+            // The page reads nothing more: once the kernel's buffers and the channel's 256 KiB are
+            // full the channel is unwritable, and documents stop.
+            var stalled = false
+            var sent = observer.documentsSent
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                try await Task.sleep(for: .seconds(1))
+                let now = observer.documentsSent
+                if now == sent {
+                    stalled = true
+                    break
+                }
+                sent = now
+            }
+            try #require(stalled, "documents kept going to a page that reads nothing (\(sent) sent)")
+            let samples = observer.samplesTaken
+            try await Task.sleep(for: .seconds(1))
+            #expect(
+                observer.samplesTaken - samples <= 1,
+                "\(observer.samplesTaken - samples) samples in 10 intervals with no page able to take a document")
+            #expect(observer.documentsSent == sent)
+            _ = socket
+        }
+    }
 }

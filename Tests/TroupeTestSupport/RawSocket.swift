@@ -14,11 +14,16 @@ public final class RawSocket: @unchecked Sendable {  // used by one test task at
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
-    /// Connects to 127.0.0.1:`port`, from `source` (another loopback address) if given.
-    /// Throws the errno name when the socket cannot be made, bound or connected.
-    public convenience init(port: Int, source: String? = nil) throws(RawSocketError) {
+    /// Connects to 127.0.0.1:`port`, from `source` (another loopback address) if given, with a
+    /// receive buffer of `receiveBufferSize` bytes if given (a reader the server soon cannot
+    /// write to). Throws the errno name when the socket cannot be made, bound or connected.
+    public convenience init(port: Int, source: String? = nil, receiveBufferSize: Int? = nil) throws(RawSocketError) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawSocketError(call: "socket", errno: errno) }
+        if var size = receiveBufferSize.map(Int32.init) {
+            // Before the connect: the window offered at the handshake depends on it.
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         if let source, Self.withAddress(source, port: 0, { bind(fd, $0, $1) }) != 0 {
             let error = RawSocketError(call: "bind", errno: errno)
             Glibc.close(fd)
@@ -35,7 +40,7 @@ public final class RawSocket: @unchecked Sendable {  // used by one test task at
     deinit { Glibc.close(fd) }
 
     /// Calls `body` (bind or connect) with the IPv4 address `ip`:`port`.
-    private static func withAddress(
+    static func withAddress(
         _ ip: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
     ) -> Int32 {
         var address = sockaddr_in()

@@ -166,9 +166,16 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
 
     var shutDown: Bool { isShutDown.load(ordering: .acquiring) }
 
-    /// Whether `host` is a loopback address or name (nothing off this machine can reach it).
+    /// Whether `host` is a loopback address (127.0.0.0/8, `::1`) or `localhost`: nothing off this
+    /// machine can reach it. A name that merely starts with `127.` is not.
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" { return true }
+        switch try? SocketAddress(ipAddress: host, port: 0) {
+        case .v4(let v4)?: return UInt32(bigEndian: v4.address.sin_addr.s_addr) >> 24 == 127
+        case .v6(let v6)?:
+            return withUnsafeBytes(of: v6.address.sin6_addr) { $0.elementsEqual(repeatElement(0, count: 15) + [1]) }
+        default: return false
+        }
     }
 
     /// Connections now open and still handshaking, and how many were closed on arrival for

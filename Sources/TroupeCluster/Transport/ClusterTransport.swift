@@ -22,7 +22,8 @@ public protocol ClusterTransport: Sendable {
     /// ``ClusterTransportError/unreachable(host:port:reason:)`` for anything else.
     func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and closes every connection. Dials in progress end (with an error) before
+    /// it returns: nothing the transport started may still be running after it.
     func shutdown() async
 
     /// Whether connections are encrypted and integrity-protected (TLS). A cluster bound to an

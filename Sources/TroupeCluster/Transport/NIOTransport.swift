@@ -22,6 +22,7 @@ public final class NIOTransport: ClusterTransport {
     /// Set by `shutdown`: connections then drop sends and closes instead of scheduling work
     /// on event loops that are gone.
     private let stopped = StoppedFlag()
+    private let dials = Locked(DialsInFlight())
 
     /// - Parameters:
     ///   - threads: event-loop threads.
@@ -53,8 +54,11 @@ public final class NIOTransport: ClusterTransport {
     }
 
     public func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection {
-        guard !stopped.isSet else {
+        guard !stopped.isSet, let dial = dials.withLock({ $0.begin() }) else {
             throw ClusterTransportError.unreachable(host: host, port: port, reason: "the transport has shut down")
+        }
+        defer {
+            for waiter in dials.withLock({ $0.end(dial) }) { waiter.resume() }
         }
         // The initializer hands the connection over here, so that nothing is asked of the
         // channel's event loop after the connect (it may be shutting down by then).
@@ -63,7 +67,10 @@ public final class NIOTransport: ClusterTransport {
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(connectTimeout)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                guard self.dials.withLock({ $0.attempt(channel, for: dial) }) else {
+                    return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                }
+                return channel.eventLoop.makeCompletedFuture {
                     let connection = try self.connection(
                         on: channel, as: .client, peerHost: host, frameLimit: maximumFrameSize)
                     made.withLock { $0 = connection }
@@ -86,6 +93,9 @@ public final class NIOTransport: ClusterTransport {
         return connection
     }
 
+    /// Dials in progress (for tests: none may outlive `shutdown`).
+    var dialsInFlight: Int { dials.withLock { $0.count } }
+
     /// Sets up a new channel, on its event loop: security first (TLS, when configured), then
     /// the frame handler that feeds the connection.
     private func connection(
@@ -99,6 +109,8 @@ public final class NIOTransport: ClusterTransport {
 
     public var encryptsTraffic: Bool { security?.encryptsTraffic ?? false }
 
+    /// Closes every channel, ends the dials in progress (closing their attempts; a dial still
+    /// resolving its host ends within `connectTimeout`), then stops the event loops.
     public func shutdown() async {
         guard !stopped.flag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let open = channels.withLock { channels in
@@ -106,6 +118,11 @@ public final class NIOTransport: ClusterTransport {
             return Array(channels.values)
         }
         for channel in open { try? await channel.close() }
+        for attempt in dials.withLock({ $0.close() }) { attempt.close(promise: nil) }
+        // The loops must outlive every dial: a connect whose loop has stopped never completes.
+        await withCheckedContinuation { waiter in
+            if dials.withLock({ $0.drained(orWait: waiter) }) { waiter.resume() }
+        }
         try? await group.shutdownGracefully()
     }
 }

@@ -83,7 +83,9 @@ final class LiveHub {
     }
 
     private func tick() {
-        guard !pages.isEmpty else { return }
+        // A page that cannot take a document (a slow or stalled reader) gets none, so with no
+        // writable page there is nothing to sample for.
+        guard pages.values.contains(where: { $0.channel.isWritable }) else { return }
         send(to: Array(pages.keys), sample: takeSample())
     }
 
