@@ -177,3 +177,29 @@ final class ClosedRecorder: ClusterConnectionHandler {
     func received(_ frame: ByteBuffer, on connection: any ClusterConnection) {}
     func closed(_ connection: any ClusterConnection, error: (any Error)?) { closed.withLock { $0 += 1 } }
 }
+
+/// The node's section in its actor system's snapshots (what TroupeObserver's page shows).
+@Suite struct ClusterSnapshotSectionTests {
+    @Test func eachNodeReportsItsMembersByStatusAndItsAssociations() async throws {
+        let nodes = try await startCluster(2)
+        func section(_ node: TestNode) -> SnapshotSection? {
+            node.actors.snapshot(topActors: 0, by: .messagesProcessed).sections.first { $0.kind == "cluster" }
+        }
+        func value(_ section: SnapshotSection?, _ name: String) -> Int? {
+            section?.values.first { $0.name == name }?.value
+        }
+        for node in nodes {
+            await waitUntil("two alive members and one association in the section") {
+                let current = section(node)
+                return value(current, "members_alive") == 2 && value(current, "associations") == 1
+            }
+            #expect(section(node)?.instance.contains("\(node.cluster.node)") == true)
+            #expect(value(section(node), "members_down") == 0)
+        }
+        await nodes[1].shutdown()
+        await waitUntil("the survivor counts the leaver down") { value(section(nodes[0]), "members_down") == 1 }
+        #expect(value(section(nodes[0]), "members_alive") == 1)
+        #expect(section(nodes[1]) == nil, "a node that shut down drops its section")
+        await shutdownAll([nodes[0]])
+    }
+}

@@ -127,6 +127,7 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
         let membership = actorSystem.spawn(MembershipActor(cluster: self))
         membershipRef.withLock { $0 = membership }
         gate.open(self)
+        provideSnapshotSection()
         sweepDeadlines()
         logger.info("cluster node started", metadata: ["seeds": "\(settings.seeds.map { "\($0.host):\($0.port)" })"])
         if !transport.encryptsTraffic && !Self.isLoopback(settings.host) {
