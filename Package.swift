@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "TroupeClusterEntities", targets: ["TroupeClusterEntities"]),
         // A live page into a running system, over HTTP and WebSocket (SwiftNIO's).
         .library(name: "TroupeObserver", targets: ["TroupeObserver"]),
+        .library(name: "TroupeObserverTLS", targets: ["TroupeObserverTLS"]),
         // The observer's view in a terminal: `troupe-observe URL`.
         .executable(name: "troupe-observe", targets: ["troupe-observe"]),
         // One cluster node with an echo actor that prints membership events: for trying a
@@ -270,6 +271,28 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/TroupeObserver"
+        ),
+        // HTTPS for the observer (swift-nio-ssl bundles BoringSSL: no system package), apart so
+        // that a loopback observer compiles no TLS.
+        .target(
+            name: "TroupeObserverTLS",
+            dependencies: [
+                "TroupeObserver",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Sources/TroupeObserverTLS"
+        ),
+        .testTarget(
+            name: "TroupeObserverTLSTests",
+            dependencies: [
+                "TroupeObserverTLS", "TroupeObserver", "Troupe", "TroupeTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Tests/TroupeObserverTLSTests",
+            exclude: ["Certificates"]
         ),
         // The observer's terminal view: polls the same endpoint as the page (Foundation only).
         .executableTarget(name: "troupe-observe", path: "Sources/troupe-observe"),

@@ -2,8 +2,8 @@
 """Drives TroupeObserver's live page in headless Chromium and checks what it shows.
 
 Usage:
-  scripts/observer-browser-test.py --url http://127.0.0.1:PORT --token T --stop-match session- \
-      --screenshot PATH [--chromium chromium] [--timeout 60]
+  scripts/observer-browser-test.py --url http://127.0.0.1:PORT --token T --parent-name sessions \
+      --child-prefix session- --stop-match session-browser --screenshot PATH [--chromium chromium] [--timeout 60]
 
 Checks, each printed as `ok: ...`; the first that fails prints `FAILED: ...` and exits 1:
   1. the page and /api/state refuse a missing or wrong token (401) and accept the right one;
@@ -11,9 +11,15 @@ Checks, each printed as `ok: ...`; the first that fails prints `FAILED: ...` and
   3. #handlers-started increases while the caller keeps the service under load;
   4. clicking th[data-sort=name] sorts the rows by name (ascending), th[data-sort=processed] by
      processed (descending), and the clicked header is the one with class `sorted`;
-  5. typing --stop-match into #search filters the rows, and the stop button of a matching row
+  5. the `children` link in the row of --parent-name shows only its children (named
+     --child-prefix…, and listed by /api/state?q=parent:#ID), and a child's `parent` link leads
+     back to that one row;
+  6. selecting a row matching --stop-match (an InspectableActor) shows its own description in
+     #description, a test message typed in #test-message reaches it (the description then shows
+     it, also in /api/actors/ID/describe), and a text it does not read is refused;
+  7. typing --stop-match into #search filters the rows, and the stop button of a matching row
      stops that actor: /api/state no longer lists its id, and the page drops its row;
-  6. the page threw no uncaught JavaScript exception;
+  8. the page threw no uncaught JavaScript exception;
 and a PNG screenshot of the page is written to --screenshot (also when a check fails).
 
 Chromium is driven through the DevTools protocol over --remote-debugging-pipe (NUL-terminated
@@ -467,6 +473,90 @@ def api_has_actor(api, name, actor_id):
     return any(str(actor.get("id")) == str(actor_id) for actor in actors)
 
 
+def check_family(browser, api, parent_name, child_match):
+    """The row of `parent_name` links to its children and each child's row back to it."""
+    search(browser, parent_name)
+    parent = browser.wait_for(f"the row of {parent_name!r}", f"""(() => {{
+        const row = ({ROWS_JS}).find(row => (row.name || '').startsWith({json.dumps(parent_name + '#')}));
+        return {{done: !!row, row: row || null}}; }})()""")["row"]
+    clicked = browser.evaluate(f"""(() => {{
+        const links = Array.from(document.querySelectorAll(
+            'table#actors tbody tr[data-actor-id="{parent['id']}"] td.family a'));
+        const children = links.find(link => link.textContent === 'children');
+        if (!children) return false;
+        children.click();
+        return true; }})()""")
+    if not clicked:
+        raise Failure(f"the row of {parent['name']} has no children link in td.family")
+    query = f"parent:#{parent['id']}"
+    seen = browser.wait_for(f"the children of {parent['name']}, all named {child_match!r}*", f"""(() => {{
+        const rows = {ROWS_JS};
+        return {{done: document.querySelector('input#search').value === {json.dumps(query)}
+                       && rows.length > 0 && rows.every(row => (row.name || '').startsWith({json.dumps(child_match)})),
+                 rows: rows.map(row => row.name)}}; }})()""")
+    listed = {str(actor["id"]) for actor in api.state(q=query, limit=500).get("actors", [])}
+    shown = browser.evaluate(f"({ROWS_JS}).map(row => row.id)")
+    if not set(shown) <= listed:
+        raise Failure(f"the page shows children {sorted(set(shown) - listed)} that /api/state?q={query} does not list")
+    ok(f"the children link of {parent['name']} shows its {len(seen['rows'])} children ({query})")
+    child = shown[0]
+    clicked = browser.evaluate(f"""(() => {{
+        const links = Array.from(document.querySelectorAll(
+            'table#actors tbody tr[data-actor-id="{child}"] td.family a'));
+        const up = links.find(link => link.textContent === 'parent');
+        if (!up) return false;
+        up.click();
+        return true; }})()""")
+    if not clicked:
+        raise Failure(f"the row of child {child} has no parent link in td.family")
+    browser.wait_for(f"the parent link of child {child} to show {parent['name']}", f"""(() => {{
+        const rows = {ROWS_JS};
+        return {{done: rows.length === 1 && rows[0].id === {json.dumps(parent['id'])},
+                 rows: rows.map(row => row.name)}}; }})()""")
+    ok(f"the parent link of child {child} leads back to {parent['name']}")
+
+
+def check_inspection(browser, api, match):
+    """Selecting an inspectable actor shows its own description; a test message typed on the
+    page reaches it (its description then shows it)."""
+    search(browser, match)
+    row = browser.wait_for(f"a row matching {match!r}", f"""(() => {{
+        const row = ({ROWS_JS}).find(row => (row.name || '').includes({json.dumps(match)}));
+        return {{done: !!row, row: row || null}}; }})()""")["row"]
+    clicked = browser.evaluate(f"""(() => {{
+        const row = document.querySelector('table#actors tbody tr[data-actor-id="{row['id']}"] td.name');
+        if (!row) return false;
+        row.click();
+        return true; }})()""")
+    if not clicked:
+        raise Failure(f"the row of {row['name']} went away before it could be selected")
+    described = browser.wait_for(f"the description of {row['name']}", """(() => {
+        const inspection = document.querySelector('#inspection');
+        const text = (document.querySelector('#description') || {}).textContent || '';
+        return {done: !!inspection && !inspection.hidden && text.includes('cart'), text: text}; })()""")
+    ok(f"selecting {row['name']} shows its own description: {described['text']!r}")
+    item = "observer-" + os.urandom(3).hex()
+    browser.evaluate(f"""(() => {{
+        document.querySelector('input#test-message').value = {json.dumps('add ' + item)};
+        document.querySelector('button#send-test-message').click(); }})()""")
+    browser.wait_for(f"the test message 'add {item}' to be sent and shown in the description", f"""(() => {{
+        const outcome = document.querySelector('#test-message-outcome').textContent;
+        const text = document.querySelector('#description').textContent;
+        return {{done: outcome.startsWith('sent') && text.includes({json.dumps(item)}), outcome: outcome, text: text}};
+    }})()""")
+    status, body, _ = api.request(f"/api/actors/{row['id']}/describe", token=api.token)
+    if status != 200 or item not in body:
+        raise Failure(f"/api/actors/{row['id']}/describe answered {status} without {item!r}: {shorten(body)}")
+    ok(f"the test message 'add {item}' typed on the page reached {row['name']} (its description shows it)")
+    browser.evaluate("""(() => {
+        document.querySelector('input#test-message').value = 'explode now';
+        document.querySelector('button#send-test-message').click(); })()""")
+    browser.wait_for("a refused test message to say so", """(() => {
+        const outcome = document.querySelector('#test-message-outcome').textContent;
+        return {done: outcome.includes('refused'), outcome: outcome}; })()""")
+    ok("a text the definition does not read is refused, and the page says so")
+
+
 def check_stop(browser, api, match):
     search(browser, match)
     seen = browser.wait_for(f"the rows filtered by {match!r}: at least one, all matching", f"""(() => {{
@@ -536,6 +626,8 @@ def parse_arguments():
     parser.add_argument("--url", required=True, help="the observer's base URL, http://127.0.0.1:PORT")
     parser.add_argument("--token", required=True, help="the observer's token")
     parser.add_argument("--stop-match", required=True, help="search text matching a stoppable actor's name")
+    parser.add_argument("--parent-name", required=True, help="the name of an actor that has children")
+    parser.add_argument("--child-prefix", required=True, help="how the names of all its children begin")
     parser.add_argument("--screenshot", required=True, help="where to write a PNG of the page")
     parser.add_argument("--chromium", default="chromium", help="the Chromium executable (chromium)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds any one wait may take (60)")
@@ -562,6 +654,8 @@ def main():
         check_page_live(browser, api)
         check_numbers_change(browser)
         check_sorting(browser)
+        check_family(browser, api, arguments.parent_name, arguments.child_prefix)
+        check_inspection(browser, api, arguments.stop_match)
         check_stop(browser, api, arguments.stop_match)
         check_no_exceptions(browser)
         take_screenshot(browser, arguments.screenshot)

@@ -72,7 +72,7 @@ wrk -t1 -c4 -d40s -s Examples/ShopService/load.lua "$base" >"$out/wrk.log" 2>&1 
 wrk_pid=$!
 
 python3 scripts/observer-browser-test.py --url "$observer" --token "$token" \
-    --stop-match session-browser --screenshot "$out/observer.png"
+    --parent-name sessions --child-prefix session- --stop-match session-browser --screenshot "$out/observer.png"
 
 kill -INT "$wrk_pid" 2>/dev/null || true  # wrk prints its summary on SIGINT
 wait "$wrk_pid" 2>/dev/null || true

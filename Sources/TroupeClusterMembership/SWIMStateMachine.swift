@@ -86,6 +86,7 @@ public struct SWIMStateMachine: Sendable {
 
     struct Probe {
         let target: ClusterNode
+        let sentAt: Duration
         let indirectAt: Duration
         let expiresAt: Duration
         /// Only the probe rounds' own probes measure this node's health (not those that join or
@@ -218,8 +219,10 @@ public struct SWIMStateMachine: Sendable {
                 probes[sequence] = nil
                 if target != sender {
                     out += proofOfLife(target, now: now)
-                } else if probe.measuresLocalHealth {
-                    adjustLocalHealth(by: -1)
+                } else {
+                    // Answered directly: the time from the ping to its ack is the link's round trip.
+                    out.append(.measured(roundTrip: now - probe.sentAt, to: target))
+                    if probe.measuresLocalHealth { adjustLocalHealth(by: -1) }
                 }
             }
         }
@@ -473,7 +476,8 @@ public struct SWIMStateMachine: Sendable {
     private mutating func sendPing(to target: ClusterNode, now: Duration, measuresLocalHealth: Bool) -> SWIMDirective {
         let sequence = nextSequence()
         probes[sequence] = Probe(
-            target: target, indirectAt: now + effectivePingTimeout, expiresAt: now + effectiveProbeInterval,
+            target: target, sentAt: now, indirectAt: now + effectivePingTimeout,
+            expiresAt: now + effectiveProbeInterval,
             measuresLocalHealth: measuresLocalHealth)
         return .send(.ping(sequence: sequence, gossip: outgoingGossip()), to: target)
     }
@@ -505,6 +509,9 @@ public enum SWIMDirective: Hashable, Sendable {
     /// handshake completes (gossip alone never admits a member). Repeated at most once a probe
     /// interval per member.
     case discovered(ClusterNode)
+    /// A ping to `member` was acked directly after `roundTrip` (the link's round trip, as the
+    /// caller's clock measured it: for the caller's statistics only).
+    case measured(roundTrip: Duration, to: ClusterNode)
 }
 
 /// SWIM's timing and fan-out, and the bounds that keep a misbehaving peer's gossip cheap.

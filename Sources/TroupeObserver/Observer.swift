@@ -76,6 +76,7 @@ public final class Observer: Sendable {
             throw .threadFailed(reason: "\(error)")
         }
         let gate = ConnectionGate(limit: settings.maxConnections)
+        let security = settings.security
         let idle = TimeAmount.nanoseconds(
             settings.idleTimeout.components.seconds * 1_000_000_000 + settings.idleTimeout.components.attoseconds
                 / 1_000_000_000)
@@ -87,6 +88,7 @@ public final class Observer: Sendable {
                 guard gate.enter() else { return channel.close() }
                 channel.closeFuture.whenComplete { _ in gate.leave() }
                 return channel.eventLoop.makeCompletedFuture {
+                    try security?.secure(channel)
                     try Self.configure(channel, hub: hub, token: token, idle: idle)
                 }
             }
@@ -99,7 +101,7 @@ public final class Observer: Sendable {
         }
         let port = listener.localAddress?.port ?? settings.port
         let host = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
-        let url = "http://\(host):\(port)/?token=\(token.value)"
+        let url = "\(settings.security == nil ? "http" : "https")://\(host):\(port)/?token=\(token.value)"
         Logger(label: "troupe.observer").notice(
             "observer serving", metadata: ["url": "\(url)", "system": "\(system.configuration.name)"])
         return Observer(

@@ -1,6 +1,6 @@
 /// Why an ``Observer`` could not start.
 public enum ObserverError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// ``ObserverSettings/host`` is not loopback and
+    /// ``ObserverSettings/host`` is not loopback, there is no ``ObserverSettings/security``, and
     /// ``ObserverSettings/allowsUnencryptedRemoteAccess`` is off.
     case remoteAccessNeedsOptIn(host: String)
     /// A given ``ObserverSettings/token`` shorter than 16 characters.
@@ -17,7 +17,7 @@ public enum ObserverError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .remoteAccessNeedsOptIn(let host):
-            "the observer would serve \(host), which is not loopback, over plain HTTP: serve 127.0.0.1 and reach it through an SSH tunnel, or set allowsUnencryptedRemoteAccess on a network you trust"
+            "the observer would serve \(host), which is not loopback, over plain HTTP: give ObserverSettings.security an ObserverTLS (product TroupeObserverTLS), serve 127.0.0.1 and reach it through an SSH tunnel, or set allowsUnencryptedRemoteAccess on a network you trust"
         case .tokenTooShort(let length):
             "the observer's token has \(length) characters; give at least 16, or nil for a random one"
         case .invalidSetting(let text): "observer settings: \(text)"

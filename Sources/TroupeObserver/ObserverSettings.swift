@@ -4,8 +4,8 @@ import NIOCore
 /// how often it pushes updates and the limits it holds every connection to.
 public struct ObserverSettings: Sendable {
     /// The address to listen on. Loopback (`127.0.0.1`, `::1`, `localhost`) by default; any
-    /// other address needs ``allowsUnencryptedRemoteAccess``, because the page and its token
-    /// travel in plain HTTP.
+    /// other address needs ``security`` (TLS: the `TroupeObserverTLS` product), or
+    /// ``allowsUnencryptedRemoteAccess`` to send the page and its token in plain HTTP.
     public var host: String
     /// The port; 0 picks a free one (read it from ``Observer/port``).
     public var port: Int
@@ -16,6 +16,9 @@ public struct ObserverSettings: Sendable {
     /// Serve on an address other than loopback without TLS. Anyone on that network path can
     /// read the token and the page: opt in only on a network you trust.
     public var allowsUnencryptedRemoteAccess: Bool
+    /// What secures each connection (`ObserverTLS` from the `TroupeObserverTLS` product: the page
+    /// is then served over HTTPS); nil for plain HTTP.
+    public var security: (any ObserverSecurity)?
     /// How often a connected page gets an update, at most (it gets one only when something it
     /// shows has changed). At least 100 ms: ten updates a second.
     public var updateInterval: Duration
@@ -33,8 +36,10 @@ public struct ObserverSettings: Sendable {
         allowsUnencryptedRemoteAccess: Bool = false,
         updateInterval: Duration = .milliseconds(500),
         maxConnections: Int = 32,
-        idleTimeout: Duration = .seconds(30)
+        idleTimeout: Duration = .seconds(30),
+        security: (any ObserverSecurity)? = nil
     ) {
+        self.security = security
         self.host = host
         self.port = port
         self.token = token
@@ -66,7 +71,9 @@ public struct ObserverSettings: Sendable {
 
     /// The settings checked: a typed error says what to change.
     func validated() throws(ObserverError) -> ObserverSettings {
-        guard isLoopback || allowsUnencryptedRemoteAccess else { throw .remoteAccessNeedsOptIn(host: host) }
+        guard isLoopback || security != nil || allowsUnencryptedRemoteAccess else {
+            throw .remoteAccessNeedsOptIn(host: host)
+        }
         if let token, token.utf8.count < 16 { throw .tokenTooShort(length: token.utf8.count) }
         guard (0...65_535).contains(port) else { throw .invalidSetting("port \(port) is not in 0...65535") }
         guard updateInterval >= .milliseconds(100) else {

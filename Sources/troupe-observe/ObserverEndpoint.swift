@@ -15,6 +15,7 @@ struct ObserverEndpoint: Sendable {
     /// Why the state could not be read.
     enum Failure: Error, CustomStringConvertible {
         case badURL(String)
+        case https(String)
         case unreachable(String)
         case refused(status: Int, body: String)
         case malformed(String)
@@ -23,6 +24,8 @@ struct ObserverEndpoint: Sendable {
             switch self {
             case .badURL(let url):
                 "\(url) is not an observer's URL: pass the one the observer printed, http://HOST:PORT/?token=TOKEN"
+            case .https(let url):
+                "\(url) is served over TLS, which troupe-observe does not speak: run it on the observer's machine against a loopback observer, or forward a port (ssh -L) to one"
             case .unreachable(let reason): "the observer did not answer: \(reason)"
             case .refused(401, _): "the observer refused the token: pass the URL it printed at start, token included"
             case .refused(let status, let body): "the observer answered \(status): \(body)"
@@ -34,6 +37,7 @@ struct ObserverEndpoint: Sendable {
     /// Parses an observer's URL. Only plain `http` on an IPv4 address or `localhost` (the
     /// observer's own default is loopback).
     init(url: String) throws(Failure) {
+        if url.lowercased().hasPrefix("https://") { throw .https(url) }
         guard let components = URLComponents(string: url), components.scheme == "http",
             let host = components.host, !host.isEmpty,
             let token = components.queryItems?.first(where: { $0.name == "token" })?.value, !token.isEmpty

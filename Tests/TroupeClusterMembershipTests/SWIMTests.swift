@@ -19,6 +19,7 @@ import Testing
         var cutLinks: Set<[ClusterNode]> = []
         var events: [ClusterNode: [ClusterMembershipEvent]] = [:]
         var eventTimes: [(at: Duration, observer: ClusterNode, event: ClusterMembershipEvent)] = []
+        var roundTrips: [(by: ClusterNode, to: ClusterNode, roundTrip: Duration)] = []
         let settings: ClusterMembershipSettings
 
         init(settings: ClusterMembershipSettings = ClusterMembershipSettings()) { self.settings = settings }
@@ -52,6 +53,8 @@ import Testing
                     eventTimes.append((now, member, event))
                 case .discovered(let discovered):
                     if nodes[discovered] != nil { dials.append((now + .milliseconds(1), member, discovered)) }
+                case .measured(let roundTrip, let to):
+                    roundTrips.append((member, to, roundTrip))
                 }
             }
         }
@@ -122,6 +125,25 @@ import Testing
                 #expect(network.status(of: member, at: observer) == .alive(incarnation: 0), "\(observer) on \(member)")
             }
         }
+    }
+
+    @Test func directAcksMeasureEachLinksRoundTrip() async {
+        var network = fourNodes()
+        await network.run(for: .seconds(5))
+        let members = [Self.a, Self.b, Self.c, Self.d]
+        for observer in members {
+            let measured = Set(network.roundTrips.filter { $0.by == observer }.map(\.to))
+            #expect(measured == Set(members.filter { $0 != observer }), "\(observer) measured \(measured)")
+        }
+        // A ping and its ack each wait for the next 10 ms step of the simulation: 20 ms.
+        #expect(network.roundTrips.allSatisfy { $0.roundTrip == .milliseconds(20) })
+        // An indirect ack (through a relay) says nothing about the direct link.
+        var cut = fourNodes()
+        await cut.run(for: .seconds(2))
+        cut.cut(Self.a, Self.b)
+        cut.roundTrips.removeAll()
+        await cut.run(for: .seconds(3))
+        #expect(!cut.roundTrips.contains { ($0.by, $0.to) == (Self.a, Self.b) || ($0.by, $0.to) == (Self.b, Self.a) })
     }
 
     @Test func aCrashedNodeIsSuspectedThenUnreachableThenDownEverywhere() async {

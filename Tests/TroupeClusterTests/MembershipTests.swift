@@ -202,4 +202,34 @@ final class ClosedRecorder: ClusterConnectionHandler {
         #expect(section(nodes[1]) == nil, "a node that shut down drops its section")
         await shutdownAll([nodes[0]])
     }
+
+    @Test func theMembersTableHasEachLinksRoundTripAndItsCalls() async throws {
+        let nodes = try await startCluster(2)
+        func row(_ node: TestNode, for peer: TestNode) -> [String: String]? {
+            let section = node.actors.snapshot(topActors: 0, by: .messagesProcessed).sections.first {
+                $0.kind == "cluster"
+            }
+            guard let table = section?.tables.first(where: { $0.name == "members" }),
+                let cells = table.rows.first(where: { $0[1] == "\(peer.cluster.node.uid)" })
+            else { return nil }
+            return Dictionary(uniqueKeysWithValues: zip(table.columns, cells))
+        }
+        let greeter = Greeter(actorSystem: nodes[1].cluster)
+        let remote = try Greeter.resolve(id: greeter.id, using: nodes[0].cluster)
+        for index in 0..<5 { #expect(try await remote.greet("\(index)") == "Hello, \(index)!") }
+        let caller = try #require(row(nodes[0], for: nodes[1]))
+        #expect(caller["member"] == "\(nodes[1].cluster.node.host):\(nodes[1].cluster.node.port)")
+        #expect(caller["status"] == "alive")
+        #expect(caller["calls_out_total"] == "5")
+        #expect(row(nodes[1], for: nodes[0])?["calls_in_total"] == "5")
+        // A probe of the other node, answered directly, measures the link.
+        for (node, peer) in [(nodes[0], nodes[1]), (nodes[1], nodes[0])] {
+            await waitUntil(timeout: .seconds(60), "a round trip measured") {
+                !(row(node, for: peer)?["round_trip_ms"] ?? "").isEmpty
+            }
+            let milliseconds = Double(row(node, for: peer)?["round_trip_ms"] ?? "")
+            #expect(milliseconds.map { $0 >= 0 && $0 < 10_000 } == true, "\(String(describing: milliseconds))")
+        }
+        await shutdownAll(nodes)
+    }
 }

@@ -102,6 +102,83 @@ struct ObserverAccessTests {
             #expect((odd.json?["view"] as? [String: Any])?["sort"] as? String == "processed")
             #expect(odd.actors.count == 1)
             #expect(odd.actors.first?["name"] as? String == "odd-11")
+            #expect(busiest.actors.allSatisfy { $0["parent"] is NSNull }, "the system spawned them")
+        }
+    }
+
+    @Test func eachActorNamesItsParentAndParentSearchesListChildren() async throws {
+        try await Self.withObserver { system, observer in
+            let brood = system.spawn(Brood(), options: SpawnOptions(name: "brood"))
+            #expect(try await brood.ask { .hatch(4, $0) } == 4)
+            _ = system.spawn(Counter(), options: SpawnOptions(name: "loner"))
+            let id = brood.address.id
+            let children = try #require(
+                try await ObserverClient.get(
+                    port: observer.port, "/api/state?token=\(Self.token)&sort=name&q=parent%3A%23\(id)"))
+            #expect(children.actors.count == 4)
+            #expect(children.actors.allSatisfy { $0["parent"] as? Int == Int(id) })
+            #expect((children.json?["view"] as? [String: Any])?["matching"] as? Int == 4)
+            let parent = try #require(
+                try await ObserverClient.get(port: observer.port, "/api/state?token=\(Self.token)&q=brood"))
+            #expect(parent.actors.map { $0["name"] as? String } == ["brood"])
+            #expect(parent.actors.first?["parent"] is NSNull)
+        }
+    }
+
+    @Test func anInspectableActorDescribesItselfAndTakesTestMessagesOthersAreRefused() async throws {
+        try await Self.withObserver { system, observer in
+            let tally = system.spawn(Tally(), options: SpawnOptions(name: "tally"))
+            let counter = system.spawn(Counter(), options: SpawnOptions(name: "plain"))
+            let (port, token) = (observer.port, Self.token)
+            let state = try #require(try await ObserverClient.get(port: port, "/api/state?token=\(token)&sort=name"))
+            #expect(state.actors.first { $0["name"] as? String == "tally" }?["inspectable"] as? Bool == true)
+            #expect(state.actors.first { $0["name"] as? String == "plain" }?["inspectable"] as? Bool == false)
+
+            let id = tally.address.id
+            let first = try #require(
+                try await ObserverClient.get(port: port, "/api/actors/\(id)/describe?token=\(token)"))
+            #expect(first.status == 200)
+            #expect(first.json?["description"] as? String == "0 counted")
+            let sent = try await ObserverClient.post(
+                port: port, "/api/actors/\(id)/message?token=\(token)&text=count%207")
+            #expect(sent?.status == 200)
+            #expect(sent?.json?["outcome"] as? String == "enqueued")
+            let after = try await ObserverClient.get(port: port, "/api/actors/\(id)/describe?token=\(token)")
+            #expect(after?.json?["description"] as? String == "7 counted")
+
+            let refused = try await ObserverClient.post(
+                port: port, "/api/actors/\(id)/message?token=\(token)&text=explode")
+            #expect(refused?.status == 422)
+            #expect((refused?.json?["error"] as? String)?.contains("refused") == true)
+            let noText = try await ObserverClient.post(port: port, "/api/actors/\(id)/message?token=\(token)")
+            #expect(noText?.status == 400)
+            let plain = counter.address.id
+            #expect(
+                try await ObserverClient.get(port: port, "/api/actors/\(plain)/describe?token=\(token)")?.status == 422)
+            #expect(
+                try await ObserverClient.post(port: port, "/api/actors/\(plain)/message?token=\(token)&text=x")?.status
+                    == 422)
+            #expect(
+                try await ObserverClient.get(port: port, "/api/actors/99999999/describe?token=\(token)")?.status == 404)
+            #expect(try await ObserverClient.get(port: port, "/api/actors/x/describe?token=\(token)")?.status == 400)
+            #expect(try await ObserverClient.get(port: port, "/api/actors/\(id)/describe")?.status == 401)
+            #expect(try await tally.ask { .total($0) } == 7, "only the accepted text reached it")
+        }
+    }
+
+    @Test func sectionsTablesAreInTheDocument() async throws {
+        try await Self.withObserver { system, observer in
+            let section = SnapshotSection(
+                kind: "cluster", instance: "demo", values: [.init("members_alive", 2)],
+                tables: [.init("members", columns: ["member", "calls_out_total"], rows: [["10.0.0.2:7337", "12"]])])
+            system.provideSnapshotSection(key: "observer-test") { section }
+            let state = try #require(
+                try await ObserverClient.get(port: observer.port, "/api/state?token=\(Self.token)"))
+            let sections = (state.json?["system"] as? [String: Any])?["sections"] as? [[String: Any]]
+            let table = (sections?.first?["tables"] as? [[String: Any]])?.first
+            #expect(table?["name"] as? String == "members")
+            #expect(table?["columns"] as? [String] == ["member", "calls_out_total"])
+            #expect(table?["rows"] as? [[String]] == [["10.0.0.2:7337", "12"]])
         }
     }
 
@@ -192,5 +269,42 @@ struct ObserverAccessTests {
         let error = ObserverError.threadFailed(reason: "EAGAIN")
         #expect(error.description == "the observer's thread did not start: EAGAIN")
         #expect(error != .invalidSetting("the observer's thread did not start: EAGAIN"))
+    }
+}
+
+/// An actor that spawns counters as its children on request.
+private struct Brood: ActorDefinition {
+    enum Message: Sendable { case hatch(Int, Reply<Int>) }
+    var children: [ActorRef<Counter.Message>] = []
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .hatch(let count, let reply):
+            for _ in 0..<count { children.append(context.spawn(Counter())) }
+            reply.succeed(children.count)
+        }
+    }
+}
+
+/// An inspectable actor: it describes its total and takes `count N`.
+private struct Tally: InspectableActor {
+    enum Message: Sendable {
+        case count(Int)
+        case total(Reply<Int>)
+    }
+    var total = 0
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .count(let amount): total += amount
+        case .total(let reply): reply.succeed(total)
+        }
+    }
+
+    func inspectionDescription() -> String { "\(total) counted" }
+
+    static func testMessage(from text: String) -> Message? {
+        guard text.hasPrefix("count "), let amount = Int(text.dropFirst(6)) else { return nil }
+        return .count(amount)
     }
 }

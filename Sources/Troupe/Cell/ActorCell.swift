@@ -39,10 +39,13 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     /// An instance that fits in the cell (``storesInstanceInline``): the spawn's only allocation.
     @usableFromInline
-    init(system: borrowing ActorSystem, inlineInstance instance: consuming Definition, config: borrowing CellConfig?) {
+    init(
+        system: borrowing ActorSystem, inlineInstance instance: consuming Definition, config: borrowing CellConfig?,
+        parentID: UInt64
+    ) {
         assert(Self.storesInstanceInline, "\(Definition.self) does not fit in a cell")
         instanceBox = nil
-        super.init(system: system, config: config)
+        super.init(system: system, config: config, parentID: parentID)
         // Safety: `instanceRoom` is a private stored property of this final class accessed directly, so
         // this is its address inside the object, which never moves; the room is word-aligned and at
         // least as large as `Definition` (checked above), and holds nothing else.
@@ -54,25 +57,28 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
 
     /// An instance in a box of its own (one that does not fit in the cell).
     @usableFromInline
-    init(system: borrowing ActorSystem, box: consuming ManagedBuffer<Definition, Void>, config: borrowing CellConfig?) {
+    init(
+        system: borrowing ActorSystem, box: consuming ManagedBuffer<Definition, Void>, config: borrowing CellConfig?,
+        parentID: UInt64
+    ) {
         // Borrowed where they are only copied into stored properties: with the default (owned)
         // conventions each spawn paid three more retain/release pairs, measured.
         // Safety: the box is a heap object that never moves, and `instanceBox` holds it until
         // `releaseInstance`, which clears this address first.
         let address = UInt(bitPattern: box.withUnsafeMutablePointerToHeader { $0 })
         instanceBox = box
-        super.init(system: system, config: config)
+        super.init(system: system, config: config, parentID: parentID)
         instanceAddress.store(address, ordering: .relaxed)
     }
 
     /// A cell for `instance`, inside it when it fits, else boxed (compiled for `Definition`
     /// where it is inlined, so the choice is made at compile time).
     @inlinable
-    convenience init(system: ActorSystem, instance: consuming Definition, config: CellConfig?) {
+    convenience init(system: ActorSystem, instance: consuming Definition, config: CellConfig?, parentID: UInt64 = 0) {
         if Self.storesInstanceInline {
-            self.init(system: system, inlineInstance: instance, config: config)
+            self.init(system: system, inlineInstance: instance, config: config, parentID: parentID)
         } else {
-            self.init(system: system, box: Self.makeBox(instance), config: config)
+            self.init(system: system, box: Self.makeBox(instance), config: config, parentID: parentID)
         }
     }
 
@@ -150,6 +156,32 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
     }
 
     override var messageTypeName: String { String(reflecting: Message.self) }
+
+    override var isInspectable: Bool { Definition.self is any InspectableActor.Type }
+
+    override func tellTestMessage(_ text: String) -> TestMessageOutcome {
+        guard let inspectable = Definition.self as? any InspectableActor.Type else { return .notInspectable }
+        guard let message = Self.testMessage(of: inspectable, from: text) as? Message else { return .refused }
+        return .told(tell(message))
+    }
+
+    /// `Definition`'s test message for `text`, through its (opened) conformance.
+    private static func testMessage<Inspectable: InspectableActor>(
+        of type: Inspectable.Type, from text: String
+    ) -> Any? {
+        Inspectable.testMessage(from: text)
+    }
+
+    /// The instance's own description (on the actor: the holder of the scheduling right).
+    private func describeInstance<Inspectable: InspectableActor>(as type: Inspectable.Type) -> String {
+        withInstance { instance in
+            // Safety: `Inspectable` is `Definition` itself (the caller's cast of `Definition.self`
+            // succeeded), so the instance's memory holds an `Inspectable`; it is only read here.
+            withUnsafePointer(to: &instance) {
+                UnsafeRawPointer($0).assumingMemoryBound(to: Inspectable.self).pointee.inspectionDescription()
+            }
+        }
+    }
 
     /// Spawned during shutdown: the actor never runs; everything sent to it is dead-lettered.
     /// Before the cell is shared.
@@ -264,6 +296,12 @@ final class ActorCell<Definition: ActorDefinition>: MailboxCell<Definition.Messa
             deliver(timer.message, token: nil)
         case .referencesReleased:
             flags.insert(.invalidationCheck)
+        case .describe(let reply):
+            // Dropped unanswered (the asker sees the actor stopped) once the instance is gone.
+            guard !isStoppedOrAbandoned, !flags.contains(.instanceReleased),
+                let inspectable = Definition.self as? any InspectableActor.Type
+            else { return }
+            reply.succeed(describeInstance(as: inspectable))
         }
     }
 

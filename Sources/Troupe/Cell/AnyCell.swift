@@ -37,6 +37,10 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     }
     @usableFromInline let system: ActorSystem
     let id: UInt64
+    /// The id of the actor whose context spawned this one (``ActorContext/spawn(_:options:)``);
+    /// 0 for one the system spawned (ids start at 1). Immutable, so snapshots read it from any
+    /// thread (the `parent` link in ``CellExtras`` belongs to the scheduling right's holder).
+    let parentID: UInt64
     let config: CellConfig?
     /// ``Lifecycle`` bits, shared with other threads. Any bit set sends senders, and the turn,
     /// down the slow path.
@@ -57,11 +61,9 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     #endif
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: MailboxMode
-    /// Where `ActorCell`'s instance lives (inside the cell or in its box; 0 once released). Written by the
-    /// initialiser and by the holder of the scheduling right; an atomic for the same reason as
-    /// `flagBits`.
-    @usableFromInline let instanceAddress = Atomic<UInt>(0)
-    var extras: CellExtras?
+    // The one-byte and four-byte fields stay together, after `lifecycle` and `flagBits`, so that
+    // padding takes 4 bytes of the cell instead of 12: a cell of an instance that fits inline is
+    // 248 bytes, a 256-byte malloc chunk (`MemoryPerIdleActor`); 8 more would take 272.
     /// Whether the cell's current run-queue or next-slot entry carries a retain. Written by
     /// the holder of the scheduling right just before it places the cell (``makeEntry()``,
     /// `Worker.runCell`'s requeue), read by whoever takes the entry, and with it the right
@@ -79,6 +81,11 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// snapshots.
     let failureTotal = Atomic<UInt32>(0)
     let restartTotal = Atomic<UInt32>(0)
+    /// Where `ActorCell`'s instance lives (inside the cell or in its box; 0 once released). Written by the
+    /// initialiser and by the holder of the scheduling right; an atomic for the same reason as
+    /// `flagBits`.
+    @usableFromInline let instanceAddress = Atomic<UInt>(0)
+    var extras: CellExtras?
     /// The address of the cell's retained ``CellHistograms`` (0: none yet); see
     /// `AnyCell+Introspection.swift`.
     let histogramsAddress = Atomic<UInt>(0)
@@ -87,9 +94,10 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     @exclusivity(unchecked) var liveNext: Unmanaged<AnyCell>?
     @exclusivity(unchecked) var livePrevious: Unmanaged<AnyCell>?
 
-    init(system: borrowing ActorSystem, config: borrowing CellConfig?) {
+    init(system: borrowing ActorSystem, config: borrowing CellConfig?, parentID: UInt64) {
         self.system = copy system
         self.id = system.nextActorID()
+        self.parentID = parentID
         let stored = copy config
         self.config = stored
         if let stored, stored.capacity > 0 {
@@ -120,6 +128,13 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
         assert(!CTroupe_mailbox_is_scheduled(mailbox), "actor #\(id) released while scheduled or running")
         releaseOwnHistograms()
     }
+
+    /// Whether the definition is an ``InspectableActor``, for introspection.
+    var isInspectable: Bool { false }
+    /// Tells the actor the test message its definition makes of `text` (see
+    /// ``InspectableActor/testMessage(from:)``): nil when the definition is not inspectable,
+    /// `.refused` when it makes none of the text. Any thread.
+    func tellTestMessage(_ text: String) -> TestMessageOutcome { .notInspectable }
 
     /// The type that defines the actor, for introspection.
     var definitionTypeName: String { "job lane" }

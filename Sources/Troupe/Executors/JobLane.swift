@@ -44,7 +44,7 @@ final class JobLane: AnyCell, @unchecked Sendable {  // inherits AnyCell's contr
     private let warnedAfterTermination = Atomic<Bool>(false)
 
     init(system: ActorSystem) {
-        super.init(system: system, config: nil)
+        super.init(system: system, config: nil, parentID: 0)
         lifecycle.store(Lifecycle.jobLane.rawValue, ordering: .releasing)
     }
 

@@ -18,6 +18,11 @@ public struct ActorSnapshot: Sendable {
     public let address: ActorAddress
     /// The actor's registered name, if it has one (the same as `address.name`).
     public var name: String? { address.name }
+    /// The id of the actor that spawned it with ``ActorContext/spawn(_:options:)`` (its parent,
+    /// which stops it when it stops itself); nil for an actor the system spawned. The parent may
+    /// have stopped since. Search for `parent:#ID` to list an actor's children
+    /// (``ActorSystem/snapshot(topActors:by:matching:)``).
+    public let parentID: UInt64?
     /// The type that defines it (`Counter`, or a ``HandlerActor``'s own type).
     public let definitionType: String
     /// The type of its messages (for a ``HandlerActor``, ``AnyMessage``).
@@ -39,6 +44,10 @@ public struct ActorSnapshot: Sendable {
     /// Whether it can be restarted (it was spawned from a factory): see
     /// ``ActorSystem/restartActor(id:)``.
     public let isRestartable: Bool
+    /// Whether its definition is an ``InspectableActor``: it describes itself on request
+    /// (``ActorSystem/describeActor(id:timeout:)``) and may take test messages
+    /// (``ActorSystem/sendTestMessage(toActor:text:)``).
+    public let isInspectable: Bool
     /// Its sampled time-in-mailbox histogram, when ``ActorSystem/Introspection/perActorHistograms``
     /// is on and it handled a sampled message.
     public let timeInMailbox: LatencyHistogram?

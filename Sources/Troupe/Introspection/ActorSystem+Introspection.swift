@@ -61,25 +61,26 @@ extension ActorSystem {
             for lane in serialLanes { byAddress[Self.identity(of: lane)] = lane }
         }
         // Type names once per cell class (a name is `String(reflecting:)`, about a microsecond).
-        var typeNames: [ObjectIdentifier: (definition: String, message: String)] = [:]
+        var typeNames: [ObjectIdentifier: (definition: String, message: String, isInspectable: Bool)] = [:]
         let actors = cells.map { cell in
             let type = ObjectIdentifier(Swift.type(of: cell))
             let names =
                 typeNames[type]
                 ?? {
-                    let made = (cell.definitionTypeName, cell.messageTypeName)
+                    let made = (cell.definitionTypeName, cell.messageTypeName, cell.isInspectable)
                     typeNames[type] = made
                     return made
                 }()
             let histograms = cell.ownHistograms
             return ActorSnapshot(
-                address: cell.address, definitionType: names.definition, messageType: names.message,
+                address: cell.address, parentID: cell.parentID == 0 ? nil : cell.parentID,
+                definitionType: names.definition, messageType: names.message,
                 state: cell.observedState(running: running.contains(Self.identity(of: cell))),
                 mailboxDepth: cell.observedMailboxDepth, hasPendingMessages: cell.observedHasPendingMessages,
                 messagesProcessed: cell.messagesProcessed,
                 failures: Int(cell.failureTotal.load(ordering: .relaxed)),
                 restarts: Int(cell.restartTotal.load(ordering: .relaxed)),
-                isRestartable: cell.config?.factory != nil,
+                isRestartable: cell.config?.factory != nil, isInspectable: names.isInspectable,
                 timeInMailbox: histograms.map { LatencyHistogram(copying: $0.timeInMailbox) },
                 handlerDuration: histograms.map { LatencyHistogram(copying: $0.handlerDuration) })
         }

@@ -4,8 +4,10 @@ internal import CTroupe
 extension ActorSystem {
     /// A snapshot like ``snapshot()`` whose ``SystemSnapshot/actors`` are only the first `limit`
     /// live actors by `ranking`, in that order, among those whose name, type or address as shown
-    /// (`name#ID`) contains `search` (ignoring ASCII case; empty: every actor). ``SystemSnapshot/matchingActorCount``
-    /// says how many matched. For views of large systems (TroupeObserver's page, a debug
+    /// (`name#ID`) contains `search` (ignoring ASCII case; empty: every actor), or, for a search
+    /// `parent:#ID`, among the children of actor ID (see ``ActorSnapshot/parentID``), or, for
+    /// `id:#ID`, the one actor whose id is ID.
+    /// ``SystemSnapshot/matchingActorCount`` says how many matched. For views of large systems (TroupeObserver's page, a debug
     /// endpoint): it reads a few counters of each actor and makes a full description only of
     /// the ones it returns, where ``snapshot()`` describes every actor.
     ///
@@ -173,6 +175,11 @@ private struct ActorSearch {
     private let needle: [UInt8]
     /// The id a search `#ID` names.
     private let id: UInt64?
+    /// The parent a search `parent:#ID` (or `parent:ID`) names: only its children match.
+    private let parentID: UInt64?
+    /// The actor a search `id:#ID` (or `id:ID`) names: only it matches (where `#ID` also
+    /// matches every address that contains the text).
+    private let exactID: UInt64?
     private var typeMatches: [ObjectIdentifier: Bool] = [:]
 
     /// Whether the search holds a `#`: it is then also matched against each address as shown
@@ -182,7 +189,16 @@ private struct ActorSearch {
     init(_ search: String) {
         needle = search.utf8.map(Self.lowercased)
         id = search.first == "#" ? UInt64(search.dropFirst()) : nil
+        parentID = Self.id(after: "parent:", in: search)
+        exactID = Self.id(after: "id:", in: search)
         matchesAddresses = search.contains("#")
+    }
+
+    /// The number in `search` when it is `prefix` then `#ID` or `ID` (the prefix in any case).
+    private static func id(after prefix: String, in search: String) -> UInt64? {
+        guard search.utf8.count > prefix.utf8.count, search.lowercased().hasPrefix(prefix) else { return nil }
+        let named = search.dropFirst(prefix.count)
+        return UInt64(named.first == "#" ? named.dropFirst() : named)
     }
 
     private static func lowercased(_ byte: UInt8) -> UInt8 {
@@ -191,6 +207,8 @@ private struct ActorSearch {
 
     mutating func matches(_ cell: AnyCell) -> Bool {
         guard !needle.isEmpty else { return true }
+        if let parentID { return cell.parentID == parentID }
+        if let exactID { return cell.id == exactID }
         if let id, cell.id == id { return true }
         if var name = cell.config?.name, name.withUTF8({ contains($0) }) { return true }
         if matchesAddresses {

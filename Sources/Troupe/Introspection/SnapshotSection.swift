@@ -20,6 +20,19 @@ public struct SnapshotSection: Sendable, Hashable {
         public init(_ name: String, _ histogram: LatencyHistogram) { (self.name, self.histogram) = (name, histogram) }
     }
 
+    /// Rows of text under named columns (a cluster's members, say): for people's views (the text
+    /// report, TroupeObserver's page); metrics exporters leave tables out. A column whose name
+    /// ends in `_total` holds a counter, and a live view may show its rate.
+    public struct Table: Sendable, Hashable {
+        /// A short name in snake case (`members`).
+        public var name: String
+        public var columns: [String]
+        /// One array of cells per row, in the order of ``columns``.
+        public var rows: [[String]]
+        public init(_ name: String, columns: [String], rows: [[String]]) {
+            (self.name, self.columns, self.rows) = (name, columns, rows)
+        }
+    }
     /// What the section is about, in snake case (`journal`): metrics exporters prefix names with
     /// it.
     public var kind: String
@@ -27,21 +40,35 @@ public struct SnapshotSection: Sendable, Hashable {
     public var instance: String
     public var values: [Value]
     public var histograms: [Histogram]
+    public var tables: [Table]
 
     public init(kind: String, instance: String = "", values: [Value] = [], histograms: [Histogram] = []) {
+        self.init(kind: kind, instance: instance, values: values, histograms: histograms, tables: [])
+    }
+
+    /// A section with tables (the initialiser without `tables` makes one with none).
+    public init(
+        kind: String, instance: String = "", values: [Value] = [], histograms: [Histogram] = [], tables: [Table]
+    ) {
         self.kind = kind
         self.instance = instance
         self.values = values
         self.histograms = histograms
+        self.tables = tables
     }
 }
 
 extension SnapshotSection: CustomStringConvertible {
-    /// `journal SQLiteStore: batches 12, …` then one line per histogram.
+    /// `journal SQLiteStore: batches 12, …` then one line per histogram, then each table (its
+    /// columns, then one line per row).
     public var description: String {
         let title = instance.isEmpty ? kind : "\(kind) \(instance)"
         var lines = [title + ": " + values.map { "\($0.name) \($0.value)" }.joined(separator: ", ")]
         for histogram in histograms { lines.append("  \(histogram.name): \(histogram.histogram)") }
+        for table in tables {
+            lines.append("  \(table.name): " + table.columns.joined(separator: " | "))
+            for row in table.rows { lines.append("    " + row.joined(separator: " | ")) }
+        }
         return lines.joined(separator: "\n")
     }
 }

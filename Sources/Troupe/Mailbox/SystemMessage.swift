@@ -13,4 +13,6 @@ enum SystemMessage {
     case timerFired(TimerEntry)
     /// A self-invalidating actor's last reference was dropped (maybe: refs can be re-created).
     case referencesReleased
+    /// A tool asks an ``InspectableActor`` to describe itself (``ActorSystem/describeActor(id:timeout:)``).
+    case describe(Reply<String>)
 }

@@ -71,7 +71,7 @@ extension ActorSystem {
                 ? scheduler.makeDedicatedWorker(label: options.name ?? "\(configuration.name)-dedicated") : nil
             config = CellConfig(options: options, dedicated: dedicated, factory: factory)
         }
-        let cell = ActorCell(system: self, instance: definition, config: config)
+        let cell = ActorCell(system: self, instance: definition, config: config, parentID: parent?.id ?? 0)
         start(cell, config: config, parent: parent)
         return cell
     }

@@ -27,6 +27,10 @@ final class Association: ClusterConnectionHandler, @unchecked Sendable {  // see
     private let established = Atomic<Bool>(false)
     /// Frames received, read by the membership actor as proof of life. Relaxed: a count.
     let framesReceived = Atomic<UInt64>(0)
+    /// Remote calls this node sent over it, and invocations it received (for the snapshot
+    /// section's calls per member). Relaxed: counts.
+    let callsSent = Atomic<UInt64>(0)
+    let callsReceived = Atomic<UInt64>(0)
     /// Set once the cluster stops using this association for new frames (it lost a tie-break
     /// to a simultaneous connection, or its peer is down); it closes a little later.
     let retired = Atomic<Bool>(false)

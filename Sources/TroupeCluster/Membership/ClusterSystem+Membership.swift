@@ -11,6 +11,8 @@ struct MemberTable {
     /// Members that announced they leave: their going down is logged as a departure, not a
     /// failure.
     var leaving: Set<ClusterNode> = []
+    /// The smoothed round trip of each link this node's probes measured (SWIM's direct acks).
+    var roundTrips: [ClusterNode: Duration] = [:]
 }
 
 extension ClusterSystem {

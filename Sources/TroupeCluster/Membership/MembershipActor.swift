@@ -141,7 +141,18 @@ extension ClusterSystem {
                 publish(event)
             case .discovered(let member):
                 dialDiscovered(member)
+            case .measured(let roundTrip, let member):
+                recordRoundTrip(roundTrip, to: member)
             }
+        }
+    }
+
+    /// Smooths a link's measured round trips as TCP does its SRTT (RFC 6298: 7/8 of the old
+    /// value, 1/8 of the new one), so that one slow ack does not swing the figure.
+    func recordRoundTrip(_ roundTrip: Duration, to member: ClusterNode) {
+        memberTable.withLock { table in
+            guard table.statuses[member] != nil else { return }
+            table.roundTrips[member] = table.roundTrips[member].map { $0 * 7 / 8 + roundTrip / 8 } ?? roundTrip
         }
     }
 }

@@ -13,6 +13,7 @@ extension ClusterSystem {
     func handle(_ envelope: WireEnvelope, from association: Association, peer: ClusterNode) {
         switch envelope {
         case .invocation(let invocation):
+            association.callsReceived.wrappingAdd(1, ordering: .relaxed)
             actorSystem.runningTurnsHere { execute(invocation, from: association) }
         case .reply(let reply):
             actorSystem.runningTurnsHere { completeCall(reply.callID, with: .success(reply.outcome)) }

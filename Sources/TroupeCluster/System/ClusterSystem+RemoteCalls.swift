@@ -131,6 +131,7 @@ extension ClusterSystem {
                 // took the lock after this registration (and fails the call), or set `shutDown`
                 // before it (seen here).
                 if shutDown { return completeCall(callID, with: .failure(ClusterCallError.systemShutDown)) }
+                association.callsSent.wrappingAdd(1, ordering: .relaxed)
                 association.send(envelope, frameCapacity: frameSize)
             }
         } onCancel: {

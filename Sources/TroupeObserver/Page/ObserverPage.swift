@@ -5,8 +5,11 @@
 /// Element ids and classes are a contract with the browser test
 /// (`scripts/observer-browser-test.py`): `#connection`, `#actor-count`, `#handlers-started`,
 /// `#messages-per-second`, `#dead-letters`, `#stuck-handlers`, `table#actors` with
-/// `th[data-sort]` and `tr[data-actor-id]` rows holding `td.name` … `td.restarts` and
-/// `button.stop`, and `input#search`.
+/// `th[data-sort]` and `tr[data-actor-id]` rows holding `td.name` … `td.restarts`,
+/// `button.stop` and the `td.family a` links (parent, children), `input#search`, and in the
+/// selected actor's `#details`: `#inspection` with `button#describe`, `#description`,
+/// `input#test-message`, `button#send-test-message` and `#test-message-outcome`; and
+/// `#section-tables` with a `table.section-table[data-name]` per table of a module's section.
 enum ObserverPage {
     static let html = #"""
         <!doctype html>
@@ -35,6 +38,7 @@ enum ObserverPage {
           .warn b { color:var(--warn); }
           canvas { width:100%; height:120px; }
           table { border-collapse:collapse; width:100%; font-variant-numeric: tabular-nums; }
+          #section-tables h3 { font-size:12px; font-weight:600; margin:12px 0 4px; }
           th, td { text-align:left; padding:4px 8px; border-bottom:1px solid var(--line); white-space:nowrap; }
           td.num, th.num { text-align:right; }
           th[data-sort] { cursor:pointer; user-select:none; }
@@ -44,7 +48,9 @@ enum ObserverPage {
           tr.stuck td { background:#fee4e2; }
           tr.selected td { background:#eef4ff; }
           button.stop, button.restart { margin-left:4px; font-size:12px; padding:1px 8px; border:1px solid var(--warn); color:var(--warn); background:#fff; border-radius:4px; cursor:pointer; }
-          input#search { padding:4px 8px; width:260px; border:1px solid var(--line); border-radius:4px; }
+          td.family a { margin-right:6px; font-size:11px; color:var(--muted); }
+          td.type { max-width:260px; overflow:hidden; text-overflow:ellipsis; }
+          input#search { padding:4px 8px; width:340px; border:1px solid var(--line); border-radius:4px; }
           .muted { color:var(--muted); }
           #details pre { margin:0; white-space:pre-wrap; }
         </style>
@@ -86,10 +92,10 @@ enum ObserverPage {
           </section>
           <section class="wide">
             <h2>Actors <span class="muted" id="matching"></span></h2>
-            <p><input id="search" type="search" placeholder="search by name or type"></p>
+            <p><input id="search" type="search" placeholder="name, type, #id; id:#id for one actor, parent:#id for its children"></p>
             <table id="actors">
               <thead><tr>
-                <th data-sort="name">actor</th><th>type</th><th>state</th>
+                <th data-sort="name">actor</th><th>family</th><th>type</th><th>state</th>
                 <th class="num" data-sort="depth">mailbox</th><th class="num" data-sort="processed">processed</th>
                 <th class="num">msg/s</th><th class="num" data-sort="failures">failures</th>
                 <th class="num" data-sort="restarts">restarts</th><th></th>
@@ -101,11 +107,17 @@ enum ObserverPage {
             <h2>Actor <span id="details-name"></span></h2>
             <canvas id="chart-actor" width="1200" height="100"></canvas>
             <pre id="details-text"></pre>
+            <div id="inspection" hidden>
+              <p><button id="describe">describe</button> <span id="description"></span></p>
+              <p><input id="test-message" type="text" placeholder="a test message, as the actor's definition reads it">
+                 <button id="send-test-message">send</button> <span id="test-message-outcome" class="muted"></span></p>
+            </div>
           </section>
           <section class="wide">
             <h2>Swift executors' job lanes, and modules' sections</h2>
             <table id="lanes"><thead><tr><th>lane</th><th>executor</th><th>state</th><th class="num">jobs run</th></tr></thead><tbody></tbody></table>
             <pre id="sections" class="muted"></pre>
+            <div id="section-tables"></div>
           </section>
         </main>
         <script>
@@ -221,7 +233,10 @@ enum ObserverPage {
             if (running.has(a.id)) row.classList.add("stuck");
             if (selected === a.id) row.classList.add("selected");
             cell(row, a.address, "name");
-            cell(row, a.type, "type");
+            const family = cell(row, "", "family");
+            if (a.parent != null) family.appendChild(link("parent", "id:#" + a.parent, "its parent, #" + a.parent));
+            family.appendChild(link("children", "parent:#" + a.id, "the actors " + a.address + " spawned"));
+            cell(row, a.type, "type").title = a.type;
             cell(row, a.state, "state");
             cell(row, a.depth == null ? (a.pending ? "some" : "0") : number(a.depth), "depth num");
             cell(row, number(a.processed), "processed num");
@@ -263,6 +278,32 @@ enum ObserverPage {
             "mailbox " + (a.depth == null ? "not counted (pending: " + a.pending + ")" : a.depth) + " (blue), msg/s (green)\n" +
             "processed " + number(a.processed) + ", failures " + a.failures + ", restarts " + a.restarts + "\n" +
             (h && h.count ? "handler p50 " + h.p50Us + " µs, p99 " + h.p99Us + " µs over " + number(h.count) + " samples" : "no per-actor histogram (Introspection.perActorHistograms is off, or nothing sampled yet)");
+
+          const inspection = $("inspection");
+          if (inspection.dataset.actorId !== String(a.id)) {
+            // Another actor: what was shown of the previous one goes.
+            inspection.dataset.actorId = String(a.id);
+            $("description").textContent = "";
+            $("test-message-outcome").textContent = "";
+            if (a.inspectable) describe(a.id);
+          }
+          inspection.hidden = !a.inspectable;
+        }
+
+        // The actor's own description (InspectableActor), asked on the actor.
+        async function describe(id) {
+          $("description").textContent = "…";
+          const response = await fetch("/api/actors/" + id + "/describe", { headers: { "Authorization": "Bearer " + token } });
+          const answer = await response.json().catch(() => ({ error: "HTTP " + response.status }));
+          if ($("inspection").dataset.actorId === String(id)) $("description").textContent = answer.description ?? answer.error;
+        }
+
+        async function sendTestMessage(id, text) {
+          const response = await fetch("/api/actors/" + id + "/message?text=" + encodeURIComponent(text),
+                                       { method: "POST", headers: { "Authorization": "Bearer " + token } });
+          const answer = await response.json().catch(() => ({ error: "HTTP " + response.status }));
+          $("test-message-outcome").textContent = answer.outcome ? "sent: " + answer.outcome : answer.error;
+          if (response.ok) describe(id);
         }
 
         function renderLanes(lanes, sections) {
@@ -278,6 +319,56 @@ enum ObserverPage {
           }
           $("sections").textContent = sections.map((s) => s.kind + (s.instance ? " " + s.instance : "") + ": " +
             Object.entries(s.values).map(([k, v]) => k + " " + number(v)).join(", ")).join("\n");
+          renderSectionTables(sections);
+        }
+
+        // Modules' tables (a cluster's members, say): a column named …_total is a counter, shown
+        // with its rate per second since the previous document.
+        let previousCounters = new Map(), previousCountersAt = 0;
+        function renderSectionTables(sections) {
+          const now = Date.now(), seconds = (now - previousCountersAt) / 1000;
+          const counters = new Map();
+          const holder = $("section-tables");
+          holder.replaceChildren();
+          for (const s of sections) {
+            for (const t of s.tables || []) {
+              const title = document.createElement("h3");
+              title.textContent = s.kind + (s.instance ? " " + s.instance : "") + ": " + t.name;
+              const table = document.createElement("table");
+              table.className = "section-table";
+              table.dataset.name = t.name;
+              const head = document.createElement("tr");
+              for (const column of t.columns) {
+                const th = document.createElement("th");
+                th.textContent = column;
+                head.appendChild(th);
+                if (column.endsWith("_total")) {
+                  const rate = document.createElement("th");
+                  rate.textContent = column.slice(0, -"_total".length) + "/s";
+                  head.appendChild(rate);
+                }
+              }
+              table.createTHead().appendChild(head);
+              const body = table.createTBody();
+              for (const cells of t.rows) {
+                const row = document.createElement("tr");
+                t.columns.forEach((column, index) => {
+                  cell(row, cells[index] ?? "");
+                  if (!column.endsWith("_total")) return;
+                  const key = s.kind + "\u0000" + s.instance + "\u0000" + t.name + "\u0000" + cells[0] + "\u0000" + column;
+                  const value = Number(cells[index]);
+                  counters.set(key, value);
+                  const before = previousCounters.get(key);
+                  const rate = before != null && value >= before && seconds > 0 ? (value - before) / seconds : null;
+                  cell(row, rate == null ? "–" : number(Math.round(rate)), "num rate");
+                });
+                body.appendChild(row);
+              }
+              holder.append(title, table);
+            }
+          }
+          previousCounters = counters;
+          previousCountersAt = now;
         }
 
         async function act(id, action, button) {
@@ -312,6 +403,26 @@ enum ObserverPage {
             context.stroke();
           }
         }
+
+        // A link in a row that searches for `query` (an actor's parent, or its children).
+        function link(text, query, title) {
+          const anchor = document.createElement("a");
+          anchor.href = "#";
+          anchor.textContent = text;
+          anchor.title = title;
+          anchor.addEventListener("click", (event) => {
+            event.preventDefault();
+            event.stopPropagation();
+            $("search").value = query;
+            view.q = query;
+            sendView();
+          });
+          return anchor;
+        }
+
+        $("describe").addEventListener("click", () => { if (selected != null) describe(selected); });
+        $("send-test-message").addEventListener("click", () => { if (selected != null) sendTestMessage(selected, $("test-message").value); });
+        $("test-message").addEventListener("keydown", (event) => { if (event.key === "Enter" && selected != null) sendTestMessage(selected, event.target.value); });
 
         for (const th of document.querySelectorAll("th[data-sort]")) {
           th.addEventListener("click", () => { view.sort = th.dataset.sort; sendView(); });

@@ -3,20 +3,22 @@ import NIOHTTP1
 import NIOWebSocket
 import Troupe
 
-/// Answers the observer's HTTP requests: the page, the state as JSON, and the stop action.
+/// Answers the observer's HTTP requests: the page, the state as JSON, and the actions on one
+/// actor (stop, restart, describe, test message: `ObserverHTTPHandler+Inspection.swift`).
 /// Every request is refused with 401 unless it carries the token; a request body (none of the
 /// routes takes one) is never buffered, and one over 4 KiB closes the connection.
 ///
 /// Routes: `GET /` (the page), `GET /api/state?sort=&q=&limit=` (the document a page is sent),
-/// `POST /api/actors/ID/stop` and `POST /api/actors/ID/restart`; `GET /ws` is the page's WebSocket, taken by the upgrader before
-/// it reaches this handler.
+/// `POST /api/actors/ID/stop` and `POST /api/actors/ID/restart`, `GET /api/actors/ID/describe`
+/// and `POST /api/actors/ID/message?text=`; `GET /ws` is the page's WebSocket, taken by the
+/// upgrader before it reaches this handler.
 final class ObserverHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     static let maximumBodyBytes = 4096
 
-    private let hub: NIOLoopBound<LiveHub>
+    let hub: NIOLoopBound<LiveHub>
     private let token: AccessToken
     private var head: HTTPRequestHead?
     private var bodyBytes = 0
@@ -77,8 +79,12 @@ final class ObserverHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             respond(
                 context: context, status: .ok, body: document.text, contentType: "application/json",
                 keepAlive: keepAlive)
+        case (.POST, 4) where segments[0] == "api" && segments[1] == "actors" && segments[3] == "message":
+            sendTestMessage(to: segments[2], query: target.query, context: context, keepAlive: keepAlive)
         case (.POST, 4) where segments[0] == "api" && segments[1] == "actors":
             act(on: segments[2], action: segments[3], context: context, keepAlive: keepAlive)
+        case (.GET, 4) where segments[0] == "api" && segments[1] == "actors" && segments[3] == "describe":
+            describe(segments[2], context: context)
         case (.GET, 1) where segments.first == "ws":
             respond(
                 context: context, status: .badRequest, text: "a WebSocket upgrade is required here\n",
@@ -96,12 +102,7 @@ final class ObserverHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             respond(context: context, status: .notFound, text: "not found\n", keepAlive: keepAlive)
             return
         }
-        guard let id = UInt64(idText) else {
-            respond(
-                context: context, status: .badRequest, json: #"{"error":"the actor id is not a number"}"#,
-                keepAlive: keepAlive)
-            return
-        }
+        guard let id = actorID(idText, context: context, keepAlive: keepAlive) else { return }
         let system = hub.value.sampler.system
         if action == "stop" ? system.stopActor(id: id) : system.restartActor(id: id) {
             respond(
@@ -116,17 +117,26 @@ final class ObserverHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 
-    private func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, text: String, keepAlive: Bool) {
+    /// The actor id in a route, or nil after answering 400.
+    func actorID(_ text: Substring, context: ChannelHandlerContext, keepAlive: Bool) -> UInt64? {
+        if let id = UInt64(text) { return id }
+        respond(
+            context: context, status: .badRequest, json: #"{"error":"the actor id is not a number"}"#,
+            keepAlive: keepAlive)
+        return nil
+    }
+
+    func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, text: String, keepAlive: Bool) {
         respond(
             context: context, status: status, body: text, contentType: "text/plain; charset=utf-8", keepAlive: keepAlive
         )
     }
 
-    private func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, json: String, keepAlive: Bool) {
+    func respond(context: ChannelHandlerContext, status: HTTPResponseStatus, json: String, keepAlive: Bool) {
         respond(context: context, status: status, body: json, contentType: "application/json", keepAlive: keepAlive)
     }
 
-    private func respond(
+    func respond(
         context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, contentType: String, keepAlive: Bool
     ) {
         var headers = HTTPHeaders()

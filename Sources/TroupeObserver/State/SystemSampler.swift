@@ -142,6 +142,8 @@ final class SystemSampler {
             json.member("id", id)
             json.member("name", actor.name)
             json.member("address", actor.address.description)
+            json.key("parent")
+            if let parent = actor.parentID { json.value(parent) } else { json.null() }
             json.member("type", actor.definitionType)
             json.member("messageType", actor.messageType)
             json.member("state", actor.state.rawValue)
@@ -157,6 +159,7 @@ final class SystemSampler {
             json.member("failures", actor.failures)
             json.member("restarts", actor.restarts)
             json.member("restartable", actor.isRestartable)
+            json.member("inspectable", actor.isInspectable)
             if let handler = actor.handlerDuration {
                 json.key("handlerDuration")
                 Self.write(handler, into: &json)
@@ -219,6 +222,22 @@ final class SystemSampler {
                 for histogram in section.histograms {
                     json.key(histogram.name)
                     write(histogram.histogram, into: &json)
+                }
+            }
+            json.key("tables")
+            json.array { json in
+                for table in section.tables {
+                    json.object { json in
+                        json.member("name", table.name)
+                        json.key("columns")
+                        json.array { json in for column in table.columns { json.value(column) } }
+                        json.key("rows")
+                        json.array { json in
+                            for row in table.rows {
+                                json.array { json in for cell in row { json.value(cell) } }
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -48,4 +48,22 @@ import TroupeTestSupport
             withExtendedLifetime((first, second, other)) {}
         }
     }
+
+    @Test func aSectionsTablesAreInItsReport() async throws {
+        try await withTestSystem { system in
+            let section = SnapshotSection(
+                kind: "cluster", instance: "demo",
+                tables: [
+                    .init(
+                        "members", columns: ["member", "status", "calls_out_total"],
+                        rows: [["10.0.0.2:7337", "alive", "12"], ["10.0.0.3:7337", "suspect", "0"]])
+                ])
+            system.provideSnapshotSection(key: "tables") { section }
+            let snapshot = system.snapshot()
+            #expect(snapshot.sections == [section])
+            let report = snapshot.description
+            #expect(report.contains("  members: member | status | calls_out_total"), "\(report)")
+            #expect(report.contains("    10.0.0.3:7337 | suspect | 0"), "\(report)")
+        }
+    }
 }

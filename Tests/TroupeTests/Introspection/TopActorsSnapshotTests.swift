@@ -112,4 +112,67 @@ import TroupeTestSupport
             withExtendedLifetime(kept) {}
         }
     }
+
+    @Test func eachActorNamesItsParentAndASearchForParentListsAnActorsChildren() async throws {
+        try await withTestSystem { system in
+            let parent = system.spawn(Family(), options: SpawnOptions(name: "family"))
+            let children = try await parent.ask { .spawnChildren(3, $0) }
+            #expect(children.count == 3)
+            let grandchild = try await parent.ask { .spawnGrandchild($0) }
+            let stranger = system.spawn(Counter())
+            // The stranger's name holds the search text: only the link counts.
+            let lookalike = system.spawn(Counter(), options: SpawnOptions(name: "parent:#\(parent.address.id)"))
+
+            let full = system.snapshot().actors
+            let byID = Dictionary(uniqueKeysWithValues: full.map { ($0.address.id, $0) })
+            #expect(byID[parent.address.id]?.parentID == nil)
+            #expect(byID[stranger.address.id]?.parentID == nil)
+            for child in children { #expect(byID[child.id]?.parentID == parent.address.id) }
+            #expect(byID[grandchild.id]?.parentID == children[0].id)
+
+            for search in ["parent:#\(parent.address.id)", "PARENT:\(parent.address.id)"] {
+                let found = system.snapshot(topActors: 10, by: .name, matching: search)
+                #expect(Set(found.actors.map(\.address.id)) == Set(children.map(\.id)), "\(search)")
+                #expect(found.matchingActorCount == 3)
+            }
+            for search in ["id:#\(parent.address.id)", "ID:\(parent.address.id)"] {
+                let exact = system.snapshot(topActors: 10, by: .name, matching: search)
+                #expect(exact.actors.map(\.address.id) == [parent.address.id], "\(search)")
+            }
+            let ofChild = system.snapshot(topActors: 10, by: .name, matching: "parent:#\(children[0].id)")
+            #expect(ofChild.actors.map(\.address.id) == [grandchild.id])
+            #expect(
+                system.snapshot(topActors: 10, by: .name, matching: "parent:#\(stranger.address.id)").actors.isEmpty)
+            // Not a number after `parent:`: an ordinary text search (it finds the lookalike's name).
+            let text = system.snapshot(topActors: 10, by: .name, matching: "parent:#x")
+            #expect(text.actors.isEmpty)
+            _ = lookalike
+        }
+    }
+}
+
+/// An actor that spawns children (and a grandchild) on request and answers with their addresses.
+private struct Family: ActorDefinition {
+    enum Message: Sendable {
+        case spawnChildren(Int, Reply<[ActorAddress]>)
+        case spawnGrandchild(Reply<ActorAddress>)
+    }
+
+    var children: [ActorRef<Family.Message>] = []
+
+    mutating func receive(_ message: Message, context: ActorContext<Message>) {
+        switch message {
+        case .spawnChildren(let count, let reply):
+            for _ in 0..<count { children.append(context.spawn(Family())) }
+            _ = reply.succeed(children.map(\.address))
+        case .spawnGrandchild(let reply):
+            let forward = Reply<[ActorAddress]>(onCompletion: { result in
+                switch result {
+                case .success(let addresses): _ = reply.succeed(addresses[0])
+                case .failure(let error): _ = reply.fail(error)
+                }
+            })
+            children[0].tell(.spawnChildren(1, forward))
+        }
+    }
 }

@@ -81,3 +81,21 @@ public struct Receipt: Sendable, Codable, Equatable {
     public let items: [String]
     public let totalCents: Int
 }
+
+/// Operators can read a cart on the observer's page and put an item in it from there.
+extension Session: InspectableActor {
+    public func inspectionDescription() -> String {
+        items.isEmpty ? "\(user)'s cart is empty" : "\(user)'s cart: \(items.joined(separator: ", "))"
+    }
+
+    /// `add ITEM` or `remove ITEM`; nothing else.
+    public static func testMessage(from text: String) -> Message? {
+        let words = text.split(separator: " ", maxSplits: 1).map(String.init)
+        guard words.count == 2, !words[1].isEmpty else { return nil }
+        switch words[0] {
+        case "add": return .add(item: words[1])
+        case "remove": return .remove(item: words[1])
+        default: return nil
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import Troupe
 
-/// Finds or creates the session actor of a user, and forgets it when it stops (death watch).
+/// Finds or creates the session actor of a user (its child: the observer shows the sessions under
+/// the directory), and forgets it when it stops (death watch).
 public struct SessionDirectory: ActorDefinition {
     public enum Message: Sendable {
         case session(user: String, Reply<ActorRef<Session.Message>>)
@@ -26,7 +27,7 @@ public struct SessionDirectory: ActorDefinition {
                 reply.succeed(existing)
                 return
             }
-            let session = context.system.spawn(
+            let session = context.spawn(
                 Session(user: user, prices: prices, activity: activity, idleTimeout: idleTimeout),
                 options: SpawnOptions(name: "session-\(user)"))
             sessions[user] = session
