@@ -386,14 +386,17 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// CI's sanitizer stages build a subset (TROUPE_CI_SANITIZER_BUILD=1): without TroupeClusterTLS
-// (a thin Swift layer over swift-nio-ssl) and TroupePersistencePostgres (a thin layer over
-// postgres-nio), both tested in the plain test stage. Leaving them out spares each sanitized build
+// CI's sanitizer stages build a subset (TROUPE_CI_SANITIZER_BUILD=1): without TroupeClusterTLS and
+// TroupeObserverTLS (thin Swift layers over swift-nio-ssl) and TroupePersistencePostgres (a thin
+// layer over postgres-nio), all tested in the plain test stage. Leaving them out spares each sanitized build
 // two copies of BoringSSL (swift-nio-ssl's, and swift-crypto's through postgres-nio), several
 // minutes each on CI's 2 cores; TroupeClusterTests' cross-check of the handshake's HMAC against
 // swift-crypto goes too (its published test vectors stay). Users never set this.
 if Context.environment["TROUPE_CI_SANITIZER_BUILD"] == "1" {
-    let leftOut: Set = ["TroupeClusterTLS", "TroupeClusterTLSTests", "TroupePersistencePostgres"]
+    let leftOut: Set = [
+        "TroupeClusterTLS", "TroupeClusterTLSTests", "TroupeObserverTLS", "TroupeObserverTLSTests",
+        "TroupePersistencePostgres",
+    ]
     package.products.removeAll { leftOut.contains($0.name) }
     package.targets.removeAll { leftOut.contains($0.name) }
     for target in package.targets {

@@ -11,15 +11,17 @@ Checks, each printed as `ok: ...`; the first that fails prints `FAILED: ...` and
   3. #handlers-started increases while the caller keeps the service under load;
   4. clicking th[data-sort=name] sorts the rows by name (ascending), th[data-sort=processed] by
      processed (descending), and the clicked header is the one with class `sorted`;
-  5. the `children` link in the row of --parent-name shows only its children (named
+  5. the shop's `routes` table (a module's snapshot section) is drawn, with a rate for a cart
+     route under the load;
+  6. the `children` link in the row of --parent-name shows only its children (named
      --child-prefix…, and listed by /api/state?q=parent:#ID), and a child's `parent` link leads
      back to that one row;
-  6. selecting a row matching --stop-match (an InspectableActor) shows its own description in
+  7. selecting a row matching --stop-match (an InspectableActor) shows its own description in
      #description, a test message typed in #test-message reaches it (the description then shows
      it, also in /api/actors/ID/describe), and a text it does not read is refused;
-  7. typing --stop-match into #search filters the rows, and the stop button of a matching row
+  8. typing --stop-match into #search filters the rows, and the stop button of a matching row
      stops that actor: /api/state no longer lists its id, and the page drops its row;
-  8. the page threw no uncaught JavaScript exception;
+  9. the page threw no uncaught JavaScript exception;
 and a PNG screenshot of the page is written to --screenshot (also when a check fails).
 
 Chromium is driven through the DevTools protocol over --remote-debugging-pipe (NUL-terminated
@@ -557,6 +559,20 @@ def check_inspection(browser, api, match):
     ok("a text the definition does not read is refused, and the page says so")
 
 
+def check_section_table(browser, table_name, row_match):
+    """A module's snapshot table is drawn with a rate beside each `_total` column."""
+    seen = browser.wait_for(f"the {table_name!r} table with a row matching {row_match!r} and its rate", f"""(() => {{
+        const table = document.querySelector('#section-tables table.section-table[data-name={json.dumps(table_name)}]');
+        if (!table) return {{done: false, table: null}};
+        const headers = Array.from(table.tHead.rows[0].cells).map(cell => cell.textContent);
+        const row = Array.from(table.tBodies[0].rows).find(row => row.cells[0].textContent.includes({json.dumps(row_match)}));
+        const rate = row ? row.querySelector('td.rate') : null;
+        return {{done: !!rate && /^[0-9,]+$/.test(rate.textContent) && headers.some(h => h.endsWith('/s')),
+                 headers: headers, row: row ? Array.from(row.cells).map(cell => cell.textContent) : null}};
+    }})()""")
+    ok(f"the {table_name!r} table shows {seen['row']} under {seen['headers']}")
+
+
 def check_stop(browser, api, match):
     search(browser, match)
     seen = browser.wait_for(f"the rows filtered by {match!r}: at least one, all matching", f"""(() => {{
@@ -654,6 +670,7 @@ def main():
         check_page_live(browser, api)
         check_numbers_change(browser)
         check_sorting(browser)
+        check_section_table(browser, "routes", "/cart/")
         check_family(browser, api, arguments.parent_name, arguments.child_prefix)
         check_inspection(browser, api, arguments.stop_match)
         check_stop(browser, api, arguments.stop_match)

@@ -13,8 +13,10 @@ import Troupe
 ///     GET    /activity                  counts and latest changes (the pub/sub feed)
 ///     GET    /metrics                   Prometheus exposition
 ///     GET    /debug/actors              `system.snapshot()` as text
-func buildRouter(shop: Shop, registry: PrometheusCollectorRegistry) -> Router<BasicRequestContext> {
+func buildRouter(shop: Shop, registry: PrometheusCollectorRegistry, counts: RouteCounts) -> Router<BasicRequestContext>
+{
     let router = Router()
+    router.add(middleware: RouteCountingMiddleware(counts: counts))
     router.post("users/:user/cart/:item") { _, context -> Cart in
         let (user, item) = try (context.parameters.require("user"), context.parameters.require("item"))
         let session = try await answer { try await shop.session(of: user) }

@@ -49,8 +49,12 @@ if let observer {
     _ = line.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
 }
 
+// Requests per route, in the system's snapshots (a table on the observer's page).
+let routeCounts = RouteCounts()
+system.provideSnapshotSection(key: "http routes") { routeCounts.section }
+
 let app = Application(
-    router: buildRouter(shop: shop, registry: registry),
+    router: buildRouter(shop: shop, registry: registry, counts: routeCounts),
     configuration: .init(address: .hostname(host, port: port), serverName: "shop"),
     logger: logger)
 
