@@ -230,6 +230,11 @@ final class ClosedRecorder: ClusterConnectionHandler {
             let milliseconds = Double(row(node, for: peer)?["round_trip_ms"] ?? "")
             #expect(milliseconds.map { $0 >= 0 && $0 < 10_000 } == true, "\(String(describing: milliseconds))")
         }
-        await shutdownAll(nodes)
+        // A member that leaves is down: no round trip is kept for it.
+        await nodes[1].shutdown()
+        await waitUntil(timeout: .seconds(60), "the leaver down") { row(nodes[0], for: nodes[1])?["status"] == "down" }
+        #expect(row(nodes[0], for: nodes[1])?["round_trip_ms"] == "")
+        #expect(nodes[0].cluster.memberTable.withLock { $0.roundTrips[nodes[1].cluster.node] } == nil)
+        await shutdownAll([nodes[0]])
     }
 }

@@ -132,8 +132,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Whether the definition is an ``InspectableActor``, for introspection.
     var isInspectable: Bool { false }
     /// Tells the actor the test message its definition makes of `text` (see
-    /// ``InspectableActor/testMessage(from:)``): nil when the definition is not inspectable,
-    /// `.refused` when it makes none of the text. Any thread.
+    /// ``InspectableActor/testMessage(from:)``): `.notInspectable` when the definition is not
+    /// inspectable, `.refused` when it makes none of the text. Any thread.
     func tellTestMessage(_ text: String) -> TestMessageOutcome { .notInspectable }
 
     /// The type that defines the actor, for introspection.

@@ -18,8 +18,8 @@ public struct ActorSnapshot: Sendable {
     public let address: ActorAddress
     /// The actor's registered name, if it has one (the same as `address.name`).
     public var name: String? { address.name }
-    /// The id of the actor that spawned it with ``ActorContext/spawn(_:options:)`` (its parent,
-    /// which stops it when it stops itself); nil for an actor the system spawned. The parent may
+    /// The id of the actor that spawned it with ``ActorContext/spawn(_:options:)`` (its parent:
+    /// when the parent stops, so does it); nil for an actor the system spawned. The parent may
     /// have stopped since. Search for `parent:#ID` to list an actor's children
     /// (``ActorSystem/snapshot(topActors:by:matching:)``).
     public let parentID: UInt64?

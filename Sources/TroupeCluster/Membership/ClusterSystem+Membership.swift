@@ -68,6 +68,8 @@ extension ClusterSystem {
     func publish(_ event: ClusterMembershipEvent) {
         let left = memberTable.withLock { table in
             table.statuses[event.member] = event.status
+            // A down member is never probed again: its round trip goes with it.
+            if case .down = event.status { table.roundTrips[event.member] = nil }
             for continuation in table.subscribers.values { continuation.yield(event) }
             return table.leaving.contains(event.member)
         }

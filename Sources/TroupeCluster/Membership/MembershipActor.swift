@@ -151,7 +151,7 @@ extension ClusterSystem {
     /// value, 1/8 of the new one), so that one slow ack does not swing the figure.
     func recordRoundTrip(_ roundTrip: Duration, to member: ClusterNode) {
         memberTable.withLock { table in
-            guard table.statuses[member] != nil else { return }
+            guard let status = table.statuses[member], status != .down else { return }
             table.roundTrips[member] = table.roundTrips[member].map { $0 * 7 / 8 + roundTrip / 8 } ?? roundTrip
         }
     }
