@@ -57,8 +57,10 @@ import TroupeTestSupport
             let order = Recorder<String>()
             let stoppedAddresses = Recorder<ActorAddress>()
             system.hooks.onActorStopped { address in
-                stoppedAddresses.append(address)
+                // `order` first: once the wait below sees the address, "hook" is in `order` too
+                // (the other way round, the test read `order` between the two: CI, under ASan).
                 order.append("hook")
+                stoppedAddresses.append(address)
             }
             let probe = system.spawn(Probe<Int>(events: order), options: SpawnOptions(name: "observed"))
             probe.stop()
