@@ -76,7 +76,12 @@ enum ObserverClient {
         await socket.send(
             "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-        let head = await socket.read(within: .seconds(10)) { parseHead($0) != nil }
+        // One byte at a time up to the head's end: the first frame may come in the same
+        // segment, and it must be left for `readFrame`.
+        var head: [UInt8] = []
+        while !head.suffix(4).elementsEqual("\r\n\r\n".utf8), let byte = await socket.read(1, within: .seconds(10)) {
+            head += byte
+        }
         return (socket, parseHead(head)?.0)
     }
 
@@ -99,6 +104,29 @@ enum ObserverClient {
     static func readDocument(_ socket: RawSocket, within timeout: Duration = .seconds(10)) async -> [String: Any]? {
         guard let (opcode, payload) = await readFrame(socket, within: timeout), opcode == 1 else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any]
+    }
+
+    /// What a page does with a message (the page's `merge`): a whole document replaces what it
+    /// holds; a delta (`"delta": true`) is merged into it: system members, the view and job
+    /// lanes whole, changed rows, and the rows' order when given (rows left out of it are gone).
+    static func merge(_ message: [String: Any], into held: [String: Any]?) -> [String: Any] {
+        guard message["delta"] as? Bool == true, var document = held else { return message }
+        document["uptimeSeconds"] = message["uptimeSeconds"]
+        if let members = message["system"] as? [String: Any], var system = document["system"] as? [String: Any] {
+            system.merge(members) { _, new in new }
+            document["system"] = system
+        }
+        if let view = message["view"] { document["view"] = view }
+        if let lanes = message["jobLanes"] { document["jobLanes"] = lanes }
+        let held = document["actors"] as? [[String: Any]] ?? []
+        let changed = message["actors"] as? [[String: Any]] ?? []
+        if !changed.isEmpty || message["actorOrder"] != nil {
+            var rows: [Int: [String: Any]] = [:]
+            for row in held + changed { rows[row["id"] as? Int ?? -1] = row }
+            let order = message["actorOrder"] as? [Int] ?? held.map { $0["id"] as? Int ?? -1 }
+            document["actors"] = order.map { rows[$0] ?? ["missing": $0] }
+        }
+        return document
     }
 
     /// A client frame (masked, as a client must send): `opcode` with `payload`.

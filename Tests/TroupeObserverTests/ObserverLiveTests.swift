@@ -76,6 +76,47 @@ struct ObserverLiveTests {
         }
     }
 
+    @Test func afterTheFirstDocumentAPageIsSentOnlyTheRowsThatChanged() async throws {
+        let settings = ObserverSettings(token: Self.token, updateInterval: Self.interval)
+        try await ObserverAccessTests.withObserver(settings) { system, observer in
+            let idle = (0..<30).map { system.spawn(Counter(), options: SpawnOptions(name: "idle-\($0)")) }
+            let busy = system.spawn(Counter(), options: SpawnOptions(name: "busy"))
+            for actor in idle + [busy] { _ = try await actor.ask { .get($0) } }
+            let (socket, status) = try await ObserverClient.openWebSocket(
+                port: observer.port, "/ws?token=\(Self.token)&limit=100")
+            #expect(status == 101)
+            var held = try #require(await ObserverClient.readDocument(socket))
+            #expect(held["delta"] == nil, "the first document is whole")
+            #expect((held["actors"] as? [[String: Any]])?.count == 31)
+            let loading = Task {
+                while !Task.isCancelled {
+                    for _ in 0..<100 { busy.tell(.add(1)) }
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            var deltas = 0
+            var largestRowCount = 0
+            for _ in 0..<7 {
+                guard let message = await ObserverClient.readDocument(socket) else { break }
+                #expect(message["delta"] as? Bool == true)
+                deltas += 1
+                // The first delta gives every row its first rate (null until two samples), so
+                // it holds them all; from then on only the busy actor's row changes.
+                if deltas > 1 {
+                    largestRowCount = max(largestRowCount, (message["actors"] as? [[String: Any]])?.count ?? 0)
+                }
+                held = ObserverClient.merge(message, into: held)
+            }
+            loading.cancel()
+            #expect(deltas == 7)
+            #expect(largestRowCount <= 2, "deltas carried \(largestRowCount) rows: idle actors' rows were sent again")
+            let rows = held["actors"] as? [[String: Any]] ?? []
+            #expect(rows.count == 31, "the merged document lost rows")
+            let busyRow = rows.first { $0["name"] as? String == "busy" }
+            #expect((busyRow?["processed"] as? Int ?? 0) > 100, "the busy actor's count did not reach the page")
+        }
+    }
+
     @Test func updatesComeAtMostOncePerIntervalUnderLoad() async throws {
         let settings = ObserverSettings(token: Self.token, updateInterval: .milliseconds(200))
         try await ObserverAccessTests.withObserver(settings) { system, observer in

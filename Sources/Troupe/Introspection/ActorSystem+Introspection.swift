@@ -118,6 +118,7 @@ extension ActorSystem {
             uptime: .nanoseconds(CTroupe_monotonic_ns() - introspector.createdAt),
             actors: actors, liveActorCount: live, matchingActorCount: matching, jobLanes: lanes,
             workers: workers,
+            handlersStartedOffWorkers: UInt64(scheduler.handlersStartedOffWorkers.load(ordering: .relaxed)),
             timeInMailbox: LatencyHistogram(copying: introspector.timeInMailbox),
             handlerDuration: LatencyHistogram(copying: introspector.handlerDuration),
             samplingInterval: Int(CTroupe_sampling_interval()),

@@ -3,6 +3,17 @@ internal import CTroupe
 
 /// Sampled timing and the facts a snapshot reads about a cell.
 extension AnyCell {
+    /// How far the mailbox lies from the start of the cell: the same in every cell, whatever
+    /// its subclass (the storage is a stored property of this base class, which a subclass's
+    /// own properties follow). Lets a walk over many cells find each mailbox from the cell's
+    /// address without loading it (``ActorSystem/snapshot(topActors:by:matching:)``).
+    final var mailboxOffset: Int {
+        // Safety: addresses compared, nothing dereferenced.
+        let offset = Int(bitPattern: mailbox) - Int(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+        assert(offset > 0 && offset < 64, "a cell's mailbox lies at \(offset) from its start: expected its first words")
+        return offset
+    }
+
     /// The clock at a sampled handler's start, or 0 when this system does not sample (another
     /// system of the process asked for the stamps). The holder of the scheduling right.
     @usableFromInline

@@ -18,6 +18,10 @@ public struct SystemSnapshot: Sendable {
     public let jobLanes: [JobLaneSnapshot]
     /// Shared workers first, then dedicated threads.
     public let workers: [WorkerSnapshot]
+    /// Handlers started on threads that are not workers: turns that `runningTurnsHere` ran on
+    /// the thread that opened the scope (TroupeCluster's network threads, an HTTP server's event
+    /// loop), counted when each scope ends. ``handlersStarted`` adds the workers' own.
+    public let handlersStartedOffWorkers: UInt64
     /// Sampled time in mailbox over every actor (see ``ActorSystem/Introspection``).
     public let timeInMailbox: LatencyHistogram
     /// Sampled handler durations over every actor.
@@ -33,6 +37,15 @@ public struct SystemSnapshot: Sendable {
     /// What modules and the application add (``ActorSystem/provideSnapshotSection(key:_:)``):
     /// a journal's latencies and queue, for example.
     public let sections: [SnapshotSection]
+}
+
+extension SystemSnapshot {
+    /// Handlers started so far on every thread: each worker's ``WorkerSnapshot/handlersStarted``
+    /// and ``handlersStartedOffWorkers``. It only grows, so two snapshots give the system's rate
+    /// of messages (TroupeObserver's messages per second), whichever threads ran them.
+    public var handlersStarted: UInt64 {
+        workers.reduce(handlersStartedOffWorkers) { $0 &+ $1.handlersStarted }
+    }
 }
 
 extension SystemSnapshot: CustomStringConvertible {

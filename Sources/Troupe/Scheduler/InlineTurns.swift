@@ -36,6 +36,9 @@ final class InlineTurns {
     @exclusivity(unchecked) private var buffer: UnsafeEnvelopeBuffer
     @exclusivity(unchecked) private var bufferCapacity: Int
     private let progress = UnsafeTurnProgress.allocate()
+    /// `progress` when the last scope ended: what a scope adds to its scheduler's count of
+    /// handlers started off the workers is the difference.
+    @exclusivity(unchecked) private var progressCounted: UInt = 0
 
     private init() {
         bufferCapacity = 64
@@ -93,6 +96,7 @@ final class InlineTurns {
             handOffCaptured()
             CTroupe_set_current_inline_turns(nil)
             self.scheduler = nil
+            countHandlers(for: scheduler)
         }
         let result = try body()
         var next = 0
@@ -103,6 +107,15 @@ final class InlineTurns {
         }
         captured.removeAll(keepingCapacity: true)
         return result
+    }
+
+    /// Adds the handlers this scope's turns started to `scheduler`'s count (one atomic add per
+    /// scope that ran any, none per message), so that a snapshot's rate of messages counts them.
+    private func countHandlers(for scheduler: Scheduler) {
+        let started = progress.handlersStarted
+        guard started != progressCounted else { return }
+        scheduler.handlersStartedOffWorkers.add(started &- progressCounted, ordering: .relaxed)
+        progressCounted = started
     }
 
     /// Keeps a cell whose scheduling right this thread just won, if the scope has room.

@@ -18,6 +18,11 @@ internal import CTroupe
 /// Idle workers steal from the others, spin briefly, then park on the event count.
 final class Scheduler: @unchecked Sendable {  // immutable pointers to atomics; `dedicated` is locked
     let batchSize: Int
+    /// Handlers started by turns run on threads that are not this scheduler's workers
+    /// (``InlineTurns`` scopes: I/O threads that call `runningTurnsHere`), added once per scope
+    /// that ran any (relaxed: a count for snapshots, ordering nothing). Workers count their own
+    /// in their ``UnsafeTurnProgress``.
+    let handlersStartedOffWorkers = Atomic<UInt>(0)
     /// A manual system's (``ManualDriver``): one worker without a thread, whose run queue the
     /// driver drains; its driving thread may hand off turns to itself.
     let isManual: Bool

@@ -141,7 +141,25 @@ enum ObserverPage {
           socket = new WebSocket(scheme + "//" + location.host + "/ws?token=" + encodeURIComponent(token) + "&" + viewQuery());
           socket.onopen = () => { setConnection("live"); };
           socket.onclose = () => { setConnection("disconnected"); setTimeout(connect, 2000); };
-          socket.onmessage = (event) => { render(JSON.parse(event.data)); };
+          socket.onmessage = (event) => { render(merge(JSON.parse(event.data))); };
+        }
+
+        // The observer sends a whole document first, then only what changed ("delta": true):
+        // system members to merge, the view or lanes whole, changed actor rows, and the order
+        // of the rows when it changed (a row left out of it is gone).
+        function merge(message) {
+          if (!message.delta || !latest) return message;
+          const doc = latest;
+          doc.uptimeSeconds = message.uptimeSeconds;
+          if (message.system) Object.assign(doc.system, message.system);
+          if (message.view) doc.view = message.view;
+          if (message.jobLanes) doc.jobLanes = message.jobLanes;
+          if (message.actors || message.actorOrder) {
+            const rows = new Map(doc.actors.map((a) => [a.id, a]));
+            for (const a of message.actors || []) rows.set(a.id, a);
+            doc.actors = (message.actorOrder || doc.actors.map((a) => a.id)).map((id) => rows.get(id));
+          }
+          return doc;
         }
 
         function setConnection(state) {

@@ -4,17 +4,18 @@ import NIOWebSocket
 
 /// The pages connected over WebSocket, and the timer that sends them updates. The timer runs
 /// only while at least one page is connected: with none, the observer reads nothing from the
-/// system. Each tick takes one sample and sends each page its document when the document
-/// changed since the last one that page got, and only when the page's connection can take it
-/// (a page that stops reading is skipped, not buffered for).
+/// system. Each tick takes one sample and sends each page what changed since the last document
+/// that page got (``StateDocument/delta(from:)``; nothing when nothing did), and only when the
+/// page's connection can take it (a page that stops reading is skipped, not buffered for). A
+/// page's first document, and the first after it changes its view, is whole.
 ///
 /// Thread-safety: used on the observer's event loop only (held in a `NIOLoopBound`).
 final class LiveHub {
     private struct Page {
         let channel: Channel
         var view: ActorView
-        /// The body of the last document sent; nil: send the next one whatever it holds.
-        var lastBody: String?
+        /// The last document sent; nil: send the next one whole.
+        var last: StateDocument?
         var lastSent: NIODeadline
     }
 
@@ -37,7 +38,7 @@ final class LiveHub {
     func add(_ channel: Channel, view: ActorView) {
         eventLoop.assertInEventLoop()
         pages[ObjectIdentifier(channel)] = Page(
-            channel: channel, view: view, lastBody: nil, lastSent: .uptimeNanoseconds(0))
+            channel: channel, view: view, last: nil, lastSent: .uptimeNanoseconds(0))
         counters.connectedPages.store(pages.count, ordering: .relaxed)
         if ticker == nil {
             // The hub is reached again through a loop-bound box: the task runs on this loop.
@@ -67,7 +68,7 @@ final class LiveHub {
         let key = ObjectIdentifier(channel)
         guard var page = pages[key], page.view != view else { return }
         page.view = view
-        page.lastBody = nil
+        page.last = nil
         pages[key] = page
         if NIODeadline.now() - page.lastSent >= .milliseconds(100) { send(to: [key], sample: takeSample()) }
     }
@@ -98,12 +99,17 @@ final class LiveHub {
         for key in keys {
             guard var page = pages[key], page.channel.isWritable else { continue }
             let document = sampler.document(sample, view: page.view)
-            guard document.body != page.lastBody else { continue }
-            page.lastBody = document.body
+            let text: String
+            if let last = page.last {
+                guard let delta = document.delta(from: last) else { continue }
+                text = delta
+            } else {
+                text = document.text
+            }
+            page.last = document
             page.lastSent = .now()
             pages[key] = page
             counters.documentsSent.add(1, ordering: .relaxed)
-            let text = document.text
             var buffer = page.channel.allocator.buffer(capacity: text.utf8.count)
             buffer.writeString(text)
             page.channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)

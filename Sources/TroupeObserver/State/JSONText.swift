@@ -5,7 +5,7 @@ struct JSONText {
     /// Whether the next member of the innermost object or array needs a comma before it.
     private var needsComma = false
 
-    init() { text.reserveCapacity(4096) }
+    init(capacity: Int = 4096) { text.reserveCapacity(capacity) }
 
     mutating func object(_ body: (inout JSONText) -> Void) { container("{", "}", body) }
 

@@ -11,8 +11,8 @@ final class SystemSampler {
     struct Sample {
         let snapshot: SystemSnapshot
         let deadLetters: [(String, Int)]
-        /// Handlers started on every worker so far (a monotonic count, unlike the live actors'
-        /// counters, which leave with the actors).
+        /// Handlers started so far, on the workers and off them (a monotonic count, unlike the
+        /// live actors' counters, which leave with the actors).
         let handlersStarted: UInt64
         /// Handlers started per second since the previous sample; nil for the first.
         let messagesPerSecond: Double?
@@ -41,7 +41,7 @@ final class SystemSampler {
         let now = ContinuousClock.now
         // The system's part only: each page's actors come from a walk of their own.
         let snapshot = system.snapshot(topActors: 0, by: .messagesProcessed)
-        let handlersStarted = snapshot.workers.reduce(UInt64(0)) { $0 &+ $1.handlersStarted }
+        let handlersStarted = snapshot.handlersStarted
         var rate: Double?
         secondsSincePrevious = nil
         if let previous {
@@ -69,70 +69,75 @@ final class SystemSampler {
             recentP99: recent, takenAt: now)
     }
 
-    /// The JSON document a page shows for `view`.
+    /// The document a page shows for `view`.
     func document(_ sample: Sample, view: ActorView) -> StateDocument {
         let snapshot = sample.snapshot
-        var json = JSONText()
-        json.object { json in
-            json.key("system")
+        var members: [StateDocument.Member] = []
+        func member(_ name: String, _ write: (inout JSONText) -> Void) {
+            var json = JSONText(capacity: 64)
+            write(&json)
+            members.append(StateDocument.Member(name: name, json: json.text))
+        }
+        member("name") { $0.value(snapshot.systemName) }
+        member("actorCount") { $0.value(snapshot.liveActorCount) }
+        member("jobLaneCount") { $0.value(snapshot.jobLanes.count) }
+        member("handlersStarted") { $0.value(sample.handlersStarted) }
+        member("messagesPerSecond") { json in
+            if let rate = sample.messagesPerSecond { json.value(rate.rounded()) } else { json.null() }
+        }
+        member("busyWorkers") { $0.value(snapshot.workers.filter { $0.running != nil }.count) }
+        member("stuckHandlers") { $0.value(snapshot.stuckHandlers) }
+        member("shuttingDown") { $0.value(snapshot.isShuttingDown) }
+        member("samplingInterval") { $0.value(snapshot.samplingInterval) }
+        member("deadLetters") { json in
             json.object { json in
-                json.member("name", snapshot.systemName)
-                json.member("actorCount", snapshot.liveActorCount)
-                json.member("jobLaneCount", snapshot.jobLanes.count)
-                json.member("handlersStarted", sample.handlersStarted)
-                json.key("messagesPerSecond")
-                if let rate = sample.messagesPerSecond { json.value(rate.rounded()) } else { json.null() }
-                json.member("busyWorkers", snapshot.workers.filter { $0.running != nil }.count)
-                json.member("stuckHandlers", snapshot.stuckHandlers)
-                json.member("shuttingDown", snapshot.isShuttingDown)
-                json.member("samplingInterval", snapshot.samplingInterval)
-                json.key("deadLetters")
-                json.object { json in
-                    json.member("total", snapshot.deadLetters)
-                    for (reason, count) in sample.deadLetters { json.member(reason, count) }
-                }
-                json.key("workers")
-                json.array { json in
-                    for worker in snapshot.workers { Self.write(worker, into: &json) }
-                }
-                json.key("recent")
-                if let recent = sample.recentP99 {
-                    json.object { json in
-                        json.member("samples", recent.samples)
-                        json.member("timeInMailboxP99Us", recent.timeInMailbox)
-                        json.member("handlerDurationP99Us", recent.handlerDuration)
-                    }
-                } else {
-                    json.null()
-                }
-                json.key("timeInMailbox")
-                Self.write(snapshot.timeInMailbox, into: &json)
-                json.key("handlerDuration")
-                Self.write(snapshot.handlerDuration, into: &json)
-                json.key("sections")
-                json.array { json in
-                    for section in snapshot.sections { Self.write(section, into: &json) }
-                }
-            }
-            let top = system.snapshot(topActors: view.limit, by: view.ranking, matching: view.query)
-            let (rows, matching) = (top.actors, top.matchingActorCount)
-            json.key("view")
-            json.object { json in
-                json.member("sort", view.sort.rawValue)
-                json.member("q", view.query)
-                json.member("limit", view.limit)
-                json.member("matching", matching)
-            }
-            json.key("actors")
-            json.array { json in
-                for actor in rows { write(actor, into: &json) }
-            }
-            json.key("jobLanes")
-            json.array { json in
-                for lane in snapshot.jobLanes.prefix(ActorView.maximumLimit) { Self.write(lane, into: &json) }
+                json.member("total", snapshot.deadLetters)
+                for (reason, count) in sample.deadLetters { json.member(reason, count) }
             }
         }
-        return StateDocument(uptimeSeconds: Int(Self.seconds(snapshot.uptime)), body: json.text)
+        member("workers") { json in
+            json.array { json in
+                for worker in snapshot.workers { Self.write(worker, into: &json) }
+            }
+        }
+        member("recent") { json in
+            if let recent = sample.recentP99 {
+                json.object { json in
+                    json.member("samples", recent.samples)
+                    json.member("timeInMailboxP99Us", recent.timeInMailbox)
+                    json.member("handlerDurationP99Us", recent.handlerDuration)
+                }
+            } else {
+                json.null()
+            }
+        }
+        member("timeInMailbox") { Self.write(snapshot.timeInMailbox, into: &$0) }
+        member("handlerDuration") { Self.write(snapshot.handlerDuration, into: &$0) }
+        member("sections") { json in
+            json.array { json in
+                for section in snapshot.sections { Self.write(section, into: &json) }
+            }
+        }
+        let top = system.snapshot(topActors: view.limit, by: view.ranking, matching: view.query)
+        var viewJSON = JSONText(capacity: 128)
+        viewJSON.object { json in
+            json.member("sort", view.sort.rawValue)
+            json.member("q", view.query)
+            json.member("limit", view.limit)
+            json.member("matching", top.matchingActorCount)
+        }
+        let rows = top.actors.map { actor in
+            var json = JSONText(capacity: 512)
+            write(actor, into: &json)
+            return StateDocument.Row(id: actor.address.id, json: json.text)
+        }
+        var lanes = JSONText()
+        lanes.array { json in
+            for lane in snapshot.jobLanes.prefix(ActorView.maximumLimit) { Self.write(lane, into: &json) }
+        }
+        return StateDocument(
+            uptimeSeconds: Int(Self.seconds(snapshot.uptime)), system: members, view: viewJSON.text, actors: rows,
+            jobLanes: lanes.text)
     }
 
     private func write(_ actor: ActorSnapshot, into json: inout JSONText) {
@@ -270,15 +275,4 @@ final class SystemSampler {
     private static func microseconds(_ duration: Duration) -> Double {
         seconds(duration) * 1e6
     }
-}
-
-/// What a page is sent: one JSON object. The uptime changes with every sample and everything
-/// else only when the system does, so pages are compared (and sent a new document) by `body`.
-struct StateDocument {
-    let uptimeSeconds: Int
-    /// A JSON object without the uptime.
-    let body: String
-
-    /// The whole object: the uptime, then the members of `body`.
-    var text: String { "{\"uptimeSeconds\":\(uptimeSeconds)," + body.dropFirst() }
 }

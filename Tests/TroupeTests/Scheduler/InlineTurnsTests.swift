@@ -72,6 +72,25 @@ struct InlineTurnsTests {
         }
     }
 
+    @Test func handlersRunInAScopeCountInTheSnapshotsHandlersStarted() async throws {
+        try await withTestSystem { system in
+            let seen = Recorder<(value: Int, thread: UInt, onWorker: Bool)>()
+            let actors = (0..<3).map { _ in system.spawn(ThreadRecorder(seen: seen)) }
+            await settle(system, actors, seen)
+            let before = system.snapshot()
+            let onThisThread = await TestThreads.onNewThread { () -> Int in
+                system.runningTurnsHere { for (index, actor) in actors.enumerated() { _ = actor.tell(.note(index)) } }
+                return seen.values.filter { !$0.onWorker }.count
+            }
+            #expect(onThisThread == 3, "the three turns ran on the scope's thread")
+            let after = system.snapshot()
+            #expect(after.handlersStartedOffWorkers - before.handlersStartedOffWorkers == 3)
+            #expect(
+                after.handlersStarted - before.handlersStarted >= 3,
+                "the total counts them with the workers' own (\(before.handlersStarted) then \(after.handlersStarted))")
+        }
+    }
+
     @Test func withoutTheScopeTheWorkersHandleIt() async throws {
         try await withTestSystem { system in
             let seen = Recorder<(value: Int, thread: UInt, onWorker: Bool)>()
