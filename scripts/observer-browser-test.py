@@ -573,6 +573,39 @@ def check_section_table(browser, table_name, row_match):
     ok(f"the {table_name!r} table shows {seen['row']} under {seen['headers']}")
 
 
+def check_supervision(browser, api, child):
+    """The supervision tree's table lists `child` with its actor, and that actor's link shows
+    it, alone, in the actors' table (the row's id as the address says)."""
+    row = browser.wait_for(f"the supervision table's row {child!r} with its actor's link", f"""(() => {{
+        const tables = Array.from(document.querySelectorAll('#section-tables table.section-table[data-name="children"]'));
+        for (const table of tables) {{
+            const row = Array.from(table.tBodies[0].rows).find(row => row.cells[0].textContent === {json.dumps(child)});
+            const link = row ? row.querySelector('a') : null;
+            if (link) return {{done: true, cells: Array.from(row.cells).map(cell => cell.textContent), address: link.textContent}};
+        }}
+        return {{done: false, tables: tables.length}};
+    }})()""")
+    address = row["address"]
+    actor_id = address.rsplit("#", 1)[1]
+    if not api_has_actor(api, address.rsplit("#", 1)[0], actor_id):
+        raise Failure(f"the supervision table names {address}, which /api/state does not list")
+    clicked = browser.evaluate(f"""(() => {{
+        for (const table of document.querySelectorAll('#section-tables table.section-table[data-name="children"]')) {{
+            const row = Array.from(table.tBodies[0].rows).find(row => row.cells[0].textContent === {json.dumps(child)});
+            const link = row ? row.querySelector('a') : null;
+            if (link) {{ link.click(); return true; }}
+        }}
+        return false; }})()""")
+    if not clicked:
+        raise Failure(f"the supervision table's link to {address} went away before it could be clicked")
+    browser.wait_for(f"the actors' table to show {address} alone", f"""(() => {{
+        const rows = {ROWS_JS};
+        return {{done: document.querySelector('input#search').value === {json.dumps("id:#" + actor_id)}
+                       && rows.length === 1 && String(rows[0].id) === {json.dumps(actor_id)},
+                 rows: rows.map(row => row.name)}}; }})()""")
+    ok(f"the supervision table lists {row['cells']}; its link shows {address} in the actors' table")
+
+
 def check_stop(browser, api, match):
     search(browser, match)
     seen = browser.wait_for(f"the rows filtered by {match!r}: at least one, all matching", f"""(() => {{
@@ -644,6 +677,7 @@ def parse_arguments():
     parser.add_argument("--stop-match", required=True, help="search text matching a stoppable actor's name")
     parser.add_argument("--parent-name", required=True, help="the name of an actor that has children")
     parser.add_argument("--child-prefix", required=True, help="how the names of all its children begin")
+    parser.add_argument("--supervised-child", help="a child id in a supervisor's `children` table (checked when given)")
     parser.add_argument("--screenshot", required=True, help="where to write a PNG of the page")
     parser.add_argument("--chromium", default="chromium", help="the Chromium executable (chromium)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds any one wait may take (60)")
@@ -672,6 +706,8 @@ def main():
         check_sorting(browser)
         check_section_table(browser, "routes", "/cart/")
         check_family(browser, api, arguments.parent_name, arguments.child_prefix)
+        if arguments.supervised_child:
+            check_supervision(browser, api, arguments.supervised_child)
         check_inspection(browser, api, arguments.stop_match)
         check_stop(browser, api, arguments.stop_match)
         check_no_exceptions(browser)

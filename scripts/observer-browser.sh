@@ -8,7 +8,8 @@
 # opens a few carts (sessions session-browser-1..3) and keeps the service busy with wrk
 # (Examples/ShopService/load.lua) while scripts/observer-browser-test.py drives the page: the
 # token is required (401 without it), the page goes live and its numbers move, the sortable
-# headers sort the table, the search filters it, and a row's stop button stops that session.
+# headers sort the table, the search filters it, the supervisor's table links to its actors,
+# and a row's stop button stops that session.
 # A screenshot of the page goes to .build/observer/observer.png, the service's and wrk's output
 # to .build/observer/. Finally the service gets SIGTERM and must exit with status 0. Installs
 # Chromium and wrk (Debian's packages) when they are missing.
@@ -72,7 +73,8 @@ wrk -t1 -c4 -d40s -s Examples/ShopService/load.lua "$base" >"$out/wrk.log" 2>&1 
 wrk_pid=$!
 
 python3 scripts/observer-browser-test.py --url "$observer" --token "$token" \
-    --parent-name sessions --child-prefix session- --stop-match session-browser --screenshot "$out/observer.png"
+    --parent-name sessions --child-prefix session- --supervised-child sessions --stop-match session-browser \
+    --screenshot "$out/observer.png"
 
 kill -INT "$wrk_pid" 2>/dev/null || true  # wrk prints its summary on SIGINT
 wait "$wrk_pid" 2>/dev/null || true

@@ -22,6 +22,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Troupe", package: "Troupe"),
                 .product(name: "TroupePubSub", package: "Troupe"),
+                .product(name: "TroupeSupervision", package: "Troupe"),
             ],
             path: "Sources/ShopActors"
         ),

@@ -61,6 +61,7 @@ public final class Supervisor: Sendable {
     public convenience init(system: ActorSystem, strategy: SupervisionStrategy = .default, name: String = "supervisor")
     {
         self.init(system: system, strategy: strategy, name: name, parent: nil)
+        provideSnapshotSection()
     }
 
     init(system: ActorSystem, strategy: SupervisionStrategy, name: String, parent: ParentLink?) {

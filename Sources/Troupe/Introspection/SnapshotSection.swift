@@ -22,7 +22,9 @@ public struct SnapshotSection: Sendable, Hashable {
 
     /// Rows of text under named columns (a cluster's members, say): for people's views (the text
     /// report, TroupeObserver's page); metrics exporters leave tables out. A column whose name
-    /// ends in `_total` holds a counter, and a live view may show its rate.
+    /// ends in `_total` holds a counter, and a live view may show its rate; a column named
+    /// `actor` or `actors` holds actors' addresses as shown (`name#ID`, separated by spaces),
+    /// which a live view may link to those actors.
     public struct Table: Sendable, Hashable {
         /// A short name in snake case (`members`).
         public var name: String

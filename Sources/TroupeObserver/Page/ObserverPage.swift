@@ -39,6 +39,8 @@ enum ObserverPage {
           canvas { width:100%; height:120px; }
           table { border-collapse:collapse; width:100%; font-variant-numeric: tabular-nums; }
           #section-tables h3 { font-size:12px; font-weight:600; margin:12px 0 4px; }
+          table.section-table td.actors { white-space:normal; }
+          table.section-table td.actors a { white-space:nowrap; }
           th, td { text-align:left; padding:4px 8px; border-bottom:1px solid var(--line); white-space:nowrap; }
           td.num, th.num { text-align:right; }
           th[data-sort] { cursor:pointer; user-select:none; }
@@ -371,7 +373,8 @@ enum ObserverPage {
               for (const cells of t.rows) {
                 const row = document.createElement("tr");
                 t.columns.forEach((column, index) => {
-                  cell(row, cells[index] ?? "");
+                  if (column === "actor" || column === "actors") actorsCell(row, cells[index] ?? "");
+                  else cell(row, cells[index] ?? "");
                   if (!column.endsWith("_total")) return;
                   const key = s.kind + "\u0000" + s.instance + "\u0000" + t.name + "\u0000" + cells[0] + "\u0000" + column;
                   const value = Number(cells[index]);
@@ -387,6 +390,18 @@ enum ObserverPage {
           }
           previousCounters = counters;
           previousCountersAt = now;
+        }
+
+        // A section's "actor" or "actors" column holds addresses as shown (name#ID, separated by
+        // spaces): each links to that actor in the table above.
+        function actorsCell(row, text) {
+          const td = cell(row, "", "actors");
+          String(text).split(" ").forEach((part, index) => {
+            if (index > 0) td.append(" ");
+            const id = /^[^\s#]*#(\d+)$/.exec(part);
+            if (id) td.appendChild(link(part, "id:#" + id[1], "show " + part + " in the actors' table"));
+            else td.append(part);
+          });
         }
 
         async function act(id, action, button) {

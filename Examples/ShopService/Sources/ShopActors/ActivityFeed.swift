@@ -1,5 +1,6 @@
 import Troupe
 import TroupePubSub
+import TroupeSupervision
 
 /// A change to a cart, published on the `cart-changes` topic.
 public struct CartChange: Sendable, Codable, Equatable {
@@ -21,6 +22,15 @@ public struct ActivityFeed: Sendable {
         self.pubsub = pubsub
         topic = try pubsub.topic("cart-changes", of: CartChange.self)
         log = system.spawn(ActivityLog(), options: SpawnOptions(name: "activity"))
+        try topic.subscribe(log) { .changed($0) }
+    }
+
+    /// The feed with its log supervised under `activity` (a restart keeps the log's ref, so the
+    /// subscription holds).
+    public init(supervisor: Supervisor, pubsub: PubSub) throws {
+        self.pubsub = pubsub
+        topic = try pubsub.topic("cart-changes", of: CartChange.self)
+        log = try supervisor.supervise(id: "activity") { ActivityLog() }
         try topic.subscribe(log) { .changed($0) }
     }
 

@@ -1,10 +1,12 @@
 import Troupe
 import TroupePubSub
+import TroupeSupervision
 
-/// The shop's actors, assembled on one system: the session directory, the price backend pool
-/// and the activity feed.
+/// The shop's actors, assembled on one system under one supervisor (`shop`, restarting a child
+/// that fails): the session directory, the price backend pool and the activity feed.
 public struct Shop: Sendable {
     public let system: ActorSystem
+    public let supervisor: Supervisor
     public let directory: ActorRef<SessionDirectory.Message>
     public let prices: ActorPool<PriceBackend.Message>
     public let activity: ActivityFeed
@@ -15,13 +17,14 @@ public struct Shop: Sendable {
         sessionIdleTimeout: Duration = .seconds(60)
     ) throws {
         self.system = system
-        prices = try system.spawnPool(size: backendPoolSize, routing: .leastLoaded, name: "prices") { _ in
+        supervisor = Supervisor(system: system, strategy: .oneForOne(backoff: .exponential()), name: "shop")
+        prices = try supervisor.supervisePool(id: "prices", size: backendPoolSize, routing: .leastLoaded) { _ in
             PriceBackend(latency: backendLatency)
         }
-        activity = try ActivityFeed(system: system, pubsub: PubSub(system: system))
-        directory = system.spawn(
-            SessionDirectory(prices: prices, activity: activity, idleTimeout: sessionIdleTimeout),
-            options: SpawnOptions(name: "sessions"))
+        activity = try ActivityFeed(supervisor: supervisor, pubsub: PubSub(system: system))
+        directory = try supervisor.supervise(id: "sessions") { [prices, activity] in
+            SessionDirectory(prices: prices, activity: activity, idleTimeout: sessionIdleTimeout)
+        }
     }
 
     /// The session actor of `user` (made if needed).
