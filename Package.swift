@@ -148,7 +148,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "troupe-cluster-node",
-            dependencies: ["TroupeCluster", "Troupe", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "TroupeCluster", "Troupe", "TroupeObserver", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Sources/troupe-cluster-node"
         ),
         // libFuzzer target for TroupeCluster's decoders of untrusted bytes (scripts/fuzz.sh); a
@@ -286,7 +288,7 @@ let package = Package(
         .testTarget(
             name: "TroupeObserverTLSTests",
             dependencies: [
-                "TroupeObserverTLS", "TroupeObserver", "Troupe", "TroupeTestSupport",
+                "TroupeObserverTLS", "TroupeObserver", "Troupe", "TroupeTestSupport", "troupe-observe",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -294,8 +296,17 @@ let package = Package(
             path: "Tests/TroupeObserverTLSTests",
             exclude: ["Certificates"]
         ),
-        // The observer's terminal view: polls the same endpoint as the page (Foundation only).
-        .executableTarget(name: "troupe-observe", path: "Sources/troupe-observe"),
+        // The observer's terminal view: polls the same endpoint as the page.
+        .executableTarget(
+            name: "troupe-observe",
+            dependencies: [
+                // For `https://` observers (left out of CI's sanitizer builds, like the TLS layers:
+                // the view then refuses such URLs with a message).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Sources/troupe-observe"),
         .testTarget(
             name: "TroupeObserverTests",
             dependencies: ["TroupeObserver", "Troupe", "TroupeTestSupport", "troupe-observe"],

@@ -654,6 +654,42 @@ def check_stop(browser, api, match):
     ok(f"the page no longer shows {victim['name']}")
 
 
+def member_rows_js():
+    return """(() => {
+        const table = document.querySelector('#section-tables table.section-table[data-name="members"]');
+        if (!table) return null;
+        const columns = Array.from(table.tHead.rows[0].cells).map(cell => cell.textContent);
+        return Array.from(table.tBodies[0].rows).map(row => {
+            const cells = Array.from(row.cells).map(cell => cell.textContent);
+            return {member: cells[columns.indexOf('member')], status: cells[columns.indexOf('status')],
+                    roundTrip: cells[columns.indexOf('round_trip_ms')]};
+        });
+    })()"""
+
+
+def check_cluster(browser, api, peers, killed_pid, killed_member):
+    """A node's page shows its peers alive with round trips, then the one killed as down."""
+    browser.navigate(api.address("/", token=api.token))
+    browser.wait_for("#connection to say 'live'", """(() => {
+        const connection = document.querySelector('#connection');
+        return {done: !!connection && connection.textContent.trim() === 'live'}; })()""")
+    seen = browser.wait_for(f"the members table to show {peers} alive with round trips", f"""(() => {{
+        const rows = {member_rows_js()} || [];
+        const peers = {json.dumps(peers)};
+        const alive = peers.every(peer => rows.some(row => row.member === peer && row.status === 'alive'
+                                                        && /^[0-9]+[.][0-9]+$/.test(row.roundTrip)));
+        return {{done: alive, rows: rows}}; }})()""")
+    ok(f"the page's members table shows the peers alive: {seen['rows']}")
+    os.kill(killed_pid, signal.SIGKILL)
+    others = [peer for peer in peers if peer != killed_member]
+    seen = browser.wait_for(f"{killed_member} (killed) to show as down, the others alive", f"""(() => {{
+        const rows = {member_rows_js()} || [];
+        const killed = rows.find(row => row.member === {json.dumps(killed_member)});
+        const others = {json.dumps(others)}.every(peer => rows.some(row => row.member === peer && row.status === 'alive'));
+        return {{done: !!killed && killed.status === 'down' && killed.roundTrip === '' && others, rows: rows}}; }})()""")
+    ok(f"after SIGKILL of {killed_member}, the page shows it down and the others alive: {seen['rows']}")
+
+
 def check_no_exceptions(browser):
     if browser.exceptions:
         raise Failure(f"the page threw {len(browser.exceptions)} uncaught exceptions (listed below)")
@@ -674,10 +710,13 @@ def parse_arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True, help="the observer's base URL, http://127.0.0.1:PORT")
     parser.add_argument("--token", required=True, help="the observer's token")
-    parser.add_argument("--stop-match", required=True, help="search text matching a stoppable actor's name")
-    parser.add_argument("--parent-name", required=True, help="the name of an actor that has children")
-    parser.add_argument("--child-prefix", required=True, help="how the names of all its children begin")
+    parser.add_argument("--stop-match", help="search text matching a stoppable actor's name")
+    parser.add_argument("--parent-name", help="the name of an actor that has children")
+    parser.add_argument("--child-prefix", help="how the names of all its children begin")
     parser.add_argument("--supervised-child", help="a child id in a supervisor's `children` table (checked when given)")
+    parser.add_argument("--cluster-peers", help="a cluster node's page instead of the shop's: its peers, HOST:PORT,...")
+    parser.add_argument("--kill-pid", type=int, help="with --cluster-peers: the process of the peer to kill")
+    parser.add_argument("--killed-member", help="with --cluster-peers: that peer's HOST:PORT")
     parser.add_argument("--screenshot", required=True, help="where to write a PNG of the page")
     parser.add_argument("--chromium", default="chromium", help="the Chromium executable (chromium)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds any one wait may take (60)")
@@ -701,6 +740,15 @@ def main():
         version = browser.call("Browser.getVersion", page=False)
         ok(f"{version.get('product')} started")
         browser.open_page()
+        if arguments.cluster_peers:
+            check_cluster(browser, api, arguments.cluster_peers.split(","), arguments.kill_pid, arguments.killed_member)
+            check_no_exceptions(browser)
+            browser.evaluate("document.querySelector('#section-tables').scrollIntoView()")
+            take_screenshot(browser, arguments.screenshot)
+            print(f"all cluster observer checks passed in {time.monotonic() - started:.1f} s", flush=True)
+            return 0
+        if not (arguments.stop_match and arguments.parent_name and arguments.child_prefix):
+            raise Failure("--stop-match, --parent-name and --child-prefix are needed for the shop's page")
         check_page_live(browser, api)
         check_numbers_change(browser)
         check_sorting(browser)

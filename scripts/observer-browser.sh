@@ -23,15 +23,8 @@ base="http://127.0.0.1:$port"
 observer="http://127.0.0.1:$observer_port"
 out=.build/observer
 
-install_package() {  # install_package PACKAGE: Debian's package, with sudo when not root
-    echo "$1 is missing; installing it (Debian's package)" >&2
-    local sudo_cmd=""
-    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "$1" >/dev/null
-}
-command -v chromium >/dev/null || install_package chromium
-command -v wrk >/dev/null || install_package wrk
+command -v chromium >/dev/null || scripts/install-debian-package.sh chromium
+command -v wrk >/dev/null || scripts/install-debian-package.sh wrk
 command -v curl >/dev/null || { echo "curl is missing: apt-get install curl" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is missing: apt-get install python3" >&2; exit 1; }
 [ -x "$binary" ] || { echo "no shop-service binary at $binary (build it, or pass its path)" >&2; exit 1; }

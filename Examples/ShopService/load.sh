@@ -15,13 +15,7 @@ connections=${2:-64}
 port=${SHOP_PORT:-18080}
 base="http://127.0.0.1:$port"
 
-if ! command -v wrk >/dev/null; then
-    echo "wrk is missing; installing it (Debian's package)" >&2
-    sudo_cmd=""
-    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq wrk >/dev/null
-fi
+command -v wrk >/dev/null || "$dir/../../scripts/install-debian-package.sh" wrk
 command -v curl >/dev/null || { echo "curl is missing: apt-get install curl" >&2; exit 1; }
 
 # SHOP_SERVICE_BINARY: a shop-service already built (CI passes the one `swift test -c release`

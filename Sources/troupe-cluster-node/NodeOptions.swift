@@ -9,13 +9,18 @@ struct NodeOptions {
     var downAfter: Duration = .seconds(10)
     var handshakeTimeout: Duration = .seconds(5)
     var incompleteFrameTimeout: Duration = .seconds(10)
+    /// Serve TroupeObserver's page for this node on 127.0.0.1 at this port (0: any free one).
+    var observerPort: Int?
+    var observerToken: String?
 
     static let usage = """
         usage: troupe-cluster-node --secret SECRET [--host HOST] [--port PORT] [--seed HOST:PORT]...
                                    [--probe-ms MS] [--suspicion-ms MS] [--down-ms MS]
                                    [--handshake-ms MS] [--incomplete-frame-ms MS]
+                                   [--observer-port PORT [--observer-token TOKEN]]
         Starts one Troupe cluster node with an echo actor checked in under "echo", and prints one
         line per event on stdout:
+          OBSERVER <url>               its TroupeObserver page (with --observer-port), before READY
           READY <node>                 bound and started
           MEMBER <node> <status> <ns>  a membership change, with CLOCK_MONOTONIC nanoseconds
           REMOVED                      the cluster marked this node down (then exit status 3)
@@ -61,10 +66,20 @@ struct NodeOptions {
             case "--down-ms": downAfter = try milliseconds(flag)
             case "--handshake-ms": handshakeTimeout = try milliseconds(flag)
             case "--incomplete-frame-ms": incompleteFrameTimeout = try milliseconds(flag)
+            case "--observer-port":
+                let text = try value(flag)
+                guard let port = Int(text), (0...65535).contains(port) else {
+                    throw Invalid(description: "--observer-port takes 0...65535, not \(text)")
+                }
+                observerPort = port
+            case "--observer-token": observerToken = try value(flag)
             case "--help", "-h": throw Invalid(description: Self.usage)
             default: throw Invalid(description: "unknown option \(flag)\n\(Self.usage)")
             }
         }
         guard !secret.isEmpty else { throw Invalid(description: "--secret is required\n\(Self.usage)") }
+        if observerToken != nil && observerPort == nil {
+            throw Invalid(description: "--observer-token goes with --observer-port")
+        }
     }
 }

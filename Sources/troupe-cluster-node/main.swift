@@ -2,6 +2,7 @@ import Dispatch
 import Logging
 import Troupe
 import TroupeCluster
+import TroupeObserver
 
 #if canImport(Glibc)
     import Glibc
@@ -82,6 +83,16 @@ do {
 let echo = ClusterEcho(actorSystem: cluster)
 try cluster.receptionist.checkIn(echo, with: echoKey)
 
+var observer: Observer?
+if let port = options.observerPort {
+    do {
+        observer = try await actors.serveObserver(ObserverSettings(port: port, token: options.observerToken))
+    } catch {
+        complain("the observer could not start: \(error)")
+        exit(1)
+    }
+    emit("OBSERVER \(observer?.url ?? "")")
+}
 emit("READY \(cluster.node)")
 // Until SIGTERM / SIGINT, or until the cluster removes this node (its events then end).
 let signalled = await withTaskGroup(of: Bool.self) { group in
@@ -99,6 +110,7 @@ let signalled = await withTaskGroup(of: Bool.self) { group in
     group.cancelAll()
     return first
 }
+await observer?.shutdown()
 await cluster.shutdown()
 await actors.shutdown()
 _ = echo

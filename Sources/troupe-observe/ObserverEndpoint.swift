@@ -4,18 +4,24 @@ import Foundation
     import Glibc
 #endif
 
-/// An observer's address as its URL gives it (`http://HOST:PORT/?token=TOKEN`), and the one
-/// request the terminal view makes of it: `GET /api/state` with the view's sort, search and row
-/// count, over a plain blocking socket.
+/// An observer's address as its URL gives it (`http://HOST:PORT/?token=TOKEN`, or `https://`
+/// for an observer served over TLS), and the one request the terminal view makes of it:
+/// `GET /api/state` with the view's sort, search and row count, over a plain blocking socket
+/// or over TLS (``HTTPSClient``).
 struct ObserverEndpoint: Sendable {
     let host: String
     let port: Int
     let token: String
+    let usesTLS: Bool
+    /// PEM certificates to trust for an `https` observer instead of the system's (a CA of
+    /// one's own, or a self-signed certificate).
+    let caFile: String?
 
     /// Why the state could not be read.
     enum Failure: Error, CustomStringConvertible {
         case badURL(String)
         case https(String)
+        case tls(String)
         case unreachable(String)
         case refused(status: Int, body: String)
         case malformed(String)
@@ -23,9 +29,10 @@ struct ObserverEndpoint: Sendable {
         var description: String {
             switch self {
             case .badURL(let url):
-                "\(url) is not an observer's URL: pass the one the observer printed, http://HOST:PORT/?token=TOKEN"
+                "\(url) is not an observer's URL: pass the one the observer printed, http(s)://HOST:PORT/?token=TOKEN"
             case .https(let url):
-                "\(url) is served over TLS, which troupe-observe does not speak: run it on the observer's machine against a loopback observer, or forward a port (ssh -L) to one"
+                "\(url) is served over TLS, which this build of troupe-observe does not speak (it was built without swift-nio-ssl): run it on the observer's machine against a loopback observer, or forward a port (ssh -L) to one"
+            case .tls(let reason): "TLS: \(reason)"
             case .unreachable(let reason): "the observer did not answer: \(reason)"
             case .refused(401, _): "the observer refused the token: pass the URL it printed at start, token included"
             case .refused(let status, let body): "the observer answered \(status): \(body)"
@@ -34,17 +41,22 @@ struct ObserverEndpoint: Sendable {
         }
     }
 
-    /// Parses an observer's URL. Only plain `http` on an IPv4 address or `localhost` (the
-    /// observer's own default is loopback).
-    init(url: String) throws(Failure) {
-        if url.lowercased().hasPrefix("https://") { throw .https(url) }
-        guard let components = URLComponents(string: url), components.scheme == "http",
+    /// Parses an observer's URL: `http` on an IPv4 address or `localhost` (the observer's own
+    /// default is loopback), or `https` on any host name or address.
+    init(url: String, caFile: String? = nil) throws(Failure) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty,
             let token = components.queryItems?.first(where: { $0.name == "token" })?.value, !token.isEmpty
         else { throw .badURL(url) }
-        self.host = host == "localhost" ? "127.0.0.1" : host
-        self.port = components.port ?? 80
+        usesTLS = scheme == "https"
+        #if !canImport(NIOSSL)
+            if usesTLS { throw .https(url) }
+        #endif
+        self.host = !usesTLS && host == "localhost" ? "127.0.0.1" : host
+        self.port = components.port ?? (usesTLS ? 443 : 80)
         self.token = token
+        self.caFile = caFile
     }
 
     /// The state document for `view`, parsed.
@@ -64,6 +76,29 @@ struct ObserverEndpoint: Sendable {
 
     /// One `GET` with the token in a header and `Connection: close`: the status and the body.
     private func get(_ target: String) throws(Failure) -> (Int, String) {
+        let request =
+            "GET \(target) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n"
+        let reply: [UInt8]
+        if usesTLS {
+            #if canImport(NIOSSL)
+                reply = try HTTPSClient.shared.exchange(host: host, port: port, request: request, caFile: caFile)
+            #else
+                throw .https("https://\(host):\(port)/")
+            #endif
+        } else {
+            reply = try plainExchange(Array(request.utf8))
+        }
+        let text = String(decoding: reply, as: UTF8.self)
+        guard let headEnd = text.range(of: "\r\n\r\n"), let statusLine = text.split(separator: "\r\n").first else {
+            throw .malformed("no HTTP head")
+        }
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw .malformed("status line \(statusLine)") }
+        return (status, String(text[headEnd.upperBound...]))
+    }
+
+    /// Sends `request` over a plain socket and reads the reply until the observer closes.
+    private func plainExchange(_ request: [UInt8]) throws(Failure) -> [UInt8] {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
@@ -81,9 +116,6 @@ struct ObserverEndpoint: Sendable {
             }
         }
         guard connected == 0 else { throw .unreachable("\(host):\(port): \(String(cString: strerror(errno)))") }
-        let request = Array(
-            "GET \(target) HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n"
-                .utf8)
         var offset = 0
         while offset < request.count {
             let sent = request[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -102,12 +134,6 @@ struct ObserverEndpoint: Sendable {
                 throw .unreachable("reading the answer: \(String(cString: strerror(errno)))")
             }
         }
-        let text = String(decoding: reply, as: UTF8.self)
-        guard let headEnd = text.range(of: "\r\n\r\n"), let statusLine = text.split(separator: "\r\n").first else {
-            throw .malformed("no HTTP head")
-        }
-        let parts = statusLine.split(separator: " ")
-        guard parts.count >= 2, let status = Int(parts[1]) else { throw .malformed("status line \(statusLine)") }
-        return (status, String(text[headEnd.upperBound...]))
+        return reply
     }
 }

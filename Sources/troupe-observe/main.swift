@@ -4,6 +4,8 @@
 //   troupe-observe 'http://127.0.0.1:8081/?token=…'          the live view (q quits)
 //   troupe-observe --once 'http://127.0.0.1:8081/?token=…'   one table on stdout, then exit
 //   TROUPE_OBSERVER_URL=… troupe-observe                       the URL from the environment
+//   troupe-observe --ca-file ca.pem 'https://host:8081/?token=…'   an observer over TLS whose
+//                                                 certificate a CA of your own signed
 //
 // Keys: p, d, f, r, n sort by processed, mailbox depth, failures, restarts, name; / searches
 // (Enter applies, Esc cancels); + and - change the number of rows; q quits.
@@ -21,17 +23,28 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 let once = arguments.contains("--once")
 arguments.removeAll { $0 == "--once" }
 if arguments.contains("--help") || arguments.contains("-h") {
-    print("usage: troupe-observe [--once] [URL]   (the URL the observer printed; or TROUPE_OBSERVER_URL)")
+    print(
+        "usage: troupe-observe [--once] [--ca-file PEM] [URL]   (the URL the observer printed, http or https; or TROUPE_OBSERVER_URL; TROUPE_OBSERVER_CA_FILE)"
+    )
     exit(0)
 }
+var caFile = getenv("TROUPE_OBSERVER_CA_FILE").map { String(cString: $0) }
+if let index = arguments.firstIndex(of: "--ca-file") {
+    guard index + 1 < arguments.count else {
+        complain("--ca-file needs the path of a PEM file of the certificates to trust")
+        exit(2)
+    }
+    caFile = arguments[index + 1]
+    arguments.removeSubrange(index...(index + 1))
+}
 guard let url = arguments.first ?? getenv("TROUPE_OBSERVER_URL").map({ String(cString: $0) }) else {
-    complain("give the observer's URL (http://HOST:PORT/?token=…), or set TROUPE_OBSERVER_URL")
+    complain("give the observer's URL (http(s)://HOST:PORT/?token=…), or set TROUPE_OBSERVER_URL")
     exit(2)
 }
 
 let endpoint: ObserverEndpoint
 do {
-    endpoint = try ObserverEndpoint(url: url)
+    endpoint = try ObserverEndpoint(url: url, caFile: caFile)
 } catch {
     complain("\(error)")
     exit(2)

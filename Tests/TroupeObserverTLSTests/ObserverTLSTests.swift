@@ -8,6 +8,8 @@ import TroupeObserver
 import TroupeObserverTLS
 import TroupeTestSupport
 
+@testable import troupe_observe
+
 // The certificates under Certificates/ were made for these tests only (openssl, P-256, valid
 // ten years from 2026-11-29): ca.pem (its key was deleted), observer.pem and observer-key.pem
 // (127.0.0.1 and localhost, signed by ca.pem), and other-key.pem (a key of no certificate).
@@ -47,6 +49,44 @@ private let certificates = URL(fileURLWithPath: #filePath).deletingLastPathCompo
             #expect(await plain.closedByPeer(within: .seconds(5)))
             await observer.shutdown()
             try await client.shutdown()
+        }
+    }
+
+    @Test func theTerminalViewReadsAnObserverOverTLSAndChecksItsCertificate() async throws {
+        try await withTestSystem { system in
+            let counter = system.spawn(Counter(), options: SpawnOptions(name: "seen-over-tls"))
+            #expect(try await counter.ask { .get($0) } == 0)
+            let observer = try await system.serveObserver(ObserverSettings(token: Self.token, security: try Self.tls()))
+            let ca = "\(certificates)/ca.pem"
+            // By IP address (the certificate names 127.0.0.1) and by name (localhost).
+            for host in ["127.0.0.1", "localhost"] {
+                let endpoint = try ObserverEndpoint(
+                    url: "https://\(host):\(observer.port)/?token=\(Self.token)", caFile: ca)
+                let state = try endpoint.state(TableView(sort: .name, search: "seen-over", rows: 5))
+                let names = (state["actors"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+                #expect(names == ["seen-over-tls"], "over TLS to \(host)")
+            }
+            // The system's trust roots do not hold the tests' CA: refused, saying what to pass.
+            let untrusted = try ObserverEndpoint(url: "https://127.0.0.1:\(observer.port)/?token=\(Self.token)")
+            #expect {
+                _ = try untrusted.state(TableView())
+            } throws: { error in
+                guard case .tls(let reason) = error as? ObserverEndpoint.Failure else { return false }
+                return reason.contains("--ca-file")
+            }
+            // The right CA but a name the certificate does not hold.
+            let misnamed = try ObserverEndpoint(
+                url: "https://127.0.0.2:\(observer.port)/?token=\(Self.token)", caFile: ca)
+            #expect(throws: ObserverEndpoint.Failure.self) { _ = try misnamed.state(TableView()) }
+            // The token is still checked.
+            let wrongToken = try ObserverEndpoint(url: "https://127.0.0.1:\(observer.port)/?token=wrong", caFile: ca)
+            #expect {
+                _ = try wrongToken.state(TableView())
+            } throws: { error in
+                guard case .refused(401, _) = error as? ObserverEndpoint.Failure else { return false }
+                return true
+            }
+            await observer.shutdown()
         }
     }
 

@@ -377,10 +377,11 @@ enum ObserverPage {
                   else cell(row, cells[index] ?? "");
                   if (!column.endsWith("_total")) return;
                   const key = s.kind + "\u0000" + s.instance + "\u0000" + t.name + "\u0000" + cells[0] + "\u0000" + column;
-                  const value = Number(cells[index]);
-                  counters.set(key, value);
+                  // An empty cell (no association to a member that is down) has no rate.
+                  const value = cells[index] === "" || cells[index] == null ? null : Number(cells[index]);
+                  if (value != null) counters.set(key, value);
                   const before = previousCounters.get(key);
-                  const rate = before != null && value >= before && seconds > 0 ? (value - before) / seconds : null;
+                  const rate = value != null && before != null && value >= before && seconds > 0 ? (value - before) / seconds : null;
                   cell(row, rate == null ? "–" : number(Math.round(rate)), "num rate");
                 });
                 body.appendChild(row);
