@@ -606,6 +606,18 @@ def check_supervision(browser, api, child):
     ok(f"the supervision table lists {row['cells']}; its link shows {address} in the actors' table")
 
 
+def check_section_histogram(browser, name):
+    """A module's histogram (the shop's request latency) is a row of the latency table with its
+    percentiles."""
+    seen = browser.wait_for(f"the latency table's row {name!r} with its percentiles", f"""(() => {{
+        const row = document.querySelector('table#latency tbody tr[data-histogram={json.dumps(name)}]');
+        const cells = row ? Array.from(row.cells).map(cell => cell.textContent) : null;
+        return {{done: !!cells && /^[0-9,]+$/.test(cells[1]) && Number(cells[1].replace(/,/g, '')) > 0
+                       && cells.slice(2).every(cell => /^[0-9,.]+$/.test(cell)),
+                 cells: cells}}; }})()""")
+    ok(f"the latency table shows {seen['cells']}")
+
+
 def check_stop(browser, api, match):
     search(browser, match)
     seen = browser.wait_for(f"the rows filtered by {match!r}: at least one, all matching", f"""(() => {{
@@ -753,6 +765,7 @@ def main():
         check_numbers_change(browser)
         check_sorting(browser)
         check_section_table(browser, "routes", "/cart/")
+        check_section_histogram(browser, "http shop-service: request_latency")
         check_family(browser, api, arguments.parent_name, arguments.child_prefix)
         if arguments.supervised_child:
             check_supervision(browser, api, arguments.supervised_child)

@@ -19,7 +19,7 @@ extension ActorSystem {
     /// O(live actors) to find it. Any task.
     public func describeActor(id: UInt64, timeout: Duration = .seconds(2)) async throws(ActorInspectionError) -> String
     {
-        guard let cell = liveActors.withLock({ $0.first { $0.address.id == id } }) else { throw .noSuchActor(id: id) }
+        guard let cell = liveCell(id: id) else { throw .noSuchActor(id: id) }
         guard cell.isInspectable else { throw .notInspectable(type: cell.definitionTypeName) }
         let outcome = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<String, ActorInspectionError>, Never>) in
@@ -43,7 +43,7 @@ extension ActorSystem {
     /// of the text. O(live actors) to find it. Any thread.
     @discardableResult
     public func sendTestMessage(toActor id: UInt64, text: String) throws(ActorInspectionError) -> TellOutcome {
-        guard let cell = liveActors.withLock({ $0.first { $0.address.id == id } }) else { throw .noSuchActor(id: id) }
+        guard let cell = liveCell(id: id) else { throw .noSuchActor(id: id) }
         switch cell.tellTestMessage(text) {
         case .notInspectable: throw .notInspectable(type: cell.definitionTypeName)
         case .refused: throw .testMessageRefused(type: cell.definitionTypeName)

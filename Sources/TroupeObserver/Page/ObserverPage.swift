@@ -233,8 +233,17 @@ enum ObserverPage {
         function renderLatency(s) {
           const body = $("latency").tBodies[0];
           body.replaceChildren();
-          for (const [name, h] of [["time in mailbox", s.timeInMailbox], ["handler duration", s.handlerDuration]]) {
+          // Then the modules' histograms: a journal's write latency (how far the durable store
+          // lags the actors), a connection pool's round trips.
+          const rows = [["time in mailbox", s.timeInMailbox], ["handler duration", s.handlerDuration]];
+          for (const section of s.sections || []) {
+            for (const [name, h] of Object.entries(section.histograms || {})) {
+              rows.push([section.kind + (section.instance ? " " + section.instance : "") + ": " + name, h]);
+            }
+          }
+          for (const [name, h] of rows) {
             const row = document.createElement("tr");
+            row.dataset.histogram = name;
             cell(row, name);
             cell(row, number(h.count), "num");
             for (const key of ["p50Us", "p90Us", "p99Us", "maxUs"]) cell(row, h[key] == null ? "–" : number(Math.round(h[key] * 10) / 10), "num");

@@ -2,12 +2,15 @@ import Hummingbird
 import Synchronization
 import Troupe
 
-/// Requests and server errors per route, given to the actor system's snapshots as a table: the
-/// observer's page shows it with each count's rate, and `GET /debug/actors` prints it.
+/// Requests and server errors per route, given to the actor system's snapshots as a table, and
+/// every request's time in the handlers as a histogram: the observer's page shows the table
+/// with each count's rate and the histogram's percentiles, and `GET /debug/actors` prints both.
 final class RouteCounts: Sendable {
     private let counts = Mutex<[String: (requests: Int, errors: Int)]>([:])
+    private let latency = LatencyRecorder()
 
-    func record(_ route: String, failed: Bool) {
+    func record(_ route: String, failed: Bool, took duration: Duration) {
+        latency.record(duration)
         counts.withLock { counts in
             counts[route, default: (0, 0)].requests += 1
             if failed { counts[route, default: (0, 0)].errors += 1 }
@@ -19,7 +22,7 @@ final class RouteCounts: Sendable {
             [route, "\(count.requests)", "\(count.errors)"]
         }
         return SnapshotSection(
-            kind: "http", instance: "shop-service",
+            kind: "http", instance: "shop-service", histograms: [.init("request_latency", latency.histogram)],
             tables: [.init("routes", columns: ["route", "requests_total", "server_errors_total"], rows: rows)])
     }
 }
@@ -34,13 +37,15 @@ struct RouteCountingMiddleware<Context: RequestContext>: RouterMiddleware {
     )
         async throws -> Response
     {
+        let started = ContinuousClock.now
         do {
             let response = try await next(request, context)
-            counts.record(Self.route(request, context), failed: response.status.code >= 500)
+            counts.record(
+                Self.route(request, context), failed: response.status.code >= 500, took: .now - started)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            counts.record(Self.route(request, context), failed: status >= 500)
+            counts.record(Self.route(request, context), failed: status >= 500, took: .now - started)
             throw error
         }
     }
