@@ -51,6 +51,7 @@ peer_b=$address
 start_node c --seed "$seed"
 peer_c=$address
 pid_c=$pid
+disown "$pid_c"  # the check kills it: no "Killed" report from bash for that
 echo "ok: nodes $seed (observer $observer), $peer_b and $peer_c are up"
 
 python3 scripts/observer-browser-test.py --url "$observer" --token "$token" \

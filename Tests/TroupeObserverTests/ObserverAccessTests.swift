@@ -182,6 +182,26 @@ struct ObserverAccessTests {
         }
     }
 
+    @Test func theSystemsLastFailuresAreInTheDocumentNewestFirst() async throws {
+        try await Self.withObserver { system, observer in
+            let failing = system.spawn(
+                FailOnDemand(), options: SpawnOptions(name: "failing", failureDecider: { _ in .resume }))
+            failing.tell(.fail)
+            failing.tell(.fail)
+            _ = try await failing.ask { .ping($0) }
+            let state = try #require(
+                try await ObserverClient.get(port: observer.port, "/api/state?token=\(Self.token)"))
+            let failures = try #require(
+                (state.json?["system"] as? [String: Any])?["recentFailures"] as? [[String: Any]])
+            #expect(failures.count == 2)
+            #expect(failures.map { $0["failureCount"] as? Int } == [2, 1], "newest first")
+            #expect(failures.allSatisfy { $0["id"] as? Int == Int(failing.address.id) })
+            #expect(failures.first?["actor"] as? String == failing.address.description)
+            #expect(failures.first?["action"] as? String == "resume")
+            #expect((failures.first?["error"] as? String)?.contains("Failure") == true)
+        }
+    }
+
     @Test func stopAndRestartActOnTheActorTheyName() async throws {
         try await Self.withObserver { system, observer in
             let fromInstance = system.spawn(Counter(), options: SpawnOptions(name: "instance"))

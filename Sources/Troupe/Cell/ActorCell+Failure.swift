@@ -20,6 +20,10 @@ extension ActorCell {
             directive = .stop
         }
         system.hooks.actorFailed(failure, directive)
+        system.introspector.record(
+            RecentFailure(
+                actor: address, error: "\(error)", action: directive.action, at: system.uptime,
+                failureCount: extras.failureCount))
         if directive.failingMessage == .retryOnce && !isRetry {
             extras.retry = (message, token)
         } else {

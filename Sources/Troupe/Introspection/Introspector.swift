@@ -6,8 +6,8 @@ internal import CTroupe
 /// job lanes it knows of, and its stuck-handler watchdog.
 ///
 /// Thread-safety: the settings and histogram pointers are immutable after init; the histograms
-/// are recorded into with atomic adds by any worker (`CTroupe_histogram_record`); `lanes` is
-/// and `sections` are locked; `closed` is an atomic, so that ``close()`` runs once.
+/// are recorded into with atomic adds by any worker (`CTroupe_histogram_record`); `serialLanes`,
+/// `sections` and `failures` are locked; `closed` is an atomic, so that ``close()`` runs once.
 final class Introspector: @unchecked Sendable {  // see the thread-safety contract above
     /// The process-wide sampling this system asked for (0: none); see `CTroupe_sampling_begin`.
     let samplingInterval: UInt32
@@ -27,6 +27,8 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
     private let closed = Atomic<Bool>(false)
     /// ``SnapshotSection`` providers, in the order they were first given.
     private let sections = Locked<[(key: AnyHashable, provider: @Sendable () -> SnapshotSection?)]>([])
+    /// The last failures (``ActorSystem/recentFailures``), oldest first.
+    private let failures = Locked<[RecentFailure]>([])
 
     init(_ settings: ActorSystem.Introspection) {
         samplingInterval = settings.normalizedSamplingInterval
@@ -50,6 +52,16 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
         CTroupe_histogram_destroy(timeInMailbox)
         CTroupe_histogram_destroy(handlerDuration)
     }
+
+    /// Keeps `failure`, dropping the oldest beyond ``ActorSystem/recentFailureLimit``.
+    func record(_ failure: RecentFailure) {
+        failures.withLock { failures in
+            if failures.count >= ActorSystem.recentFailureLimit { failures.removeFirst() }
+            failures.append(failure)
+        }
+    }
+
+    var recentFailures: [RecentFailure] { failures.withLock { $0 } }
 
     func register(serialLane lane: JobLane) {
         serialLanes.withLock { $0[ObjectIdentifier(lane)] = lane }

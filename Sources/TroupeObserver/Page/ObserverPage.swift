@@ -91,6 +91,7 @@ enum ObserverPage {
             <h2>Latency (sampled) and dead letters</h2>
             <table id="latency"><thead><tr><th></th><th class="num">count</th><th class="num">p50 µs</th><th class="num">p90 µs</th><th class="num">p99 µs</th><th class="num">max µs</th></tr></thead><tbody></tbody></table>
             <p id="dead-letter-reasons" class="muted"></p>
+            <pre id="recent-failures" class="muted"></pre>
           </section>
           <section class="wide">
             <h2>Actors <span class="muted" id="matching"></span></h2>
@@ -194,6 +195,7 @@ enum ObserverPage {
           $("stuck-figure").classList.toggle("warn", s.stuckHandlers > 0);
           $("dead-letters-figure").classList.toggle("warn", s.deadLetters.total > 0);
           const reasons = Object.entries(s.deadLetters).filter(([k, v]) => k !== "total" && v > 0);
+          $("recent-failures").textContent = failureLines((s.recentFailures || []).slice(0, 5), "recent failures (newest first):\n");
           $("dead-letter-reasons").textContent = reasons.length ? "dead letters by reason: " + reasons.map(([k, v]) => k + " " + number(v)).join(", ") : "no dead letters";
           const now = Date.now();
           push(series.messages, [now, s.messagesPerSecond || 0]);
@@ -228,6 +230,12 @@ enum ObserverPage {
             cell(row, number(w.handlersStarted), "num");
             body.appendChild(row);
           }
+        }
+
+        // The system's last failures, newest first (each: when, the actor, the decision, the error).
+        function failureLines(failures, heading) {
+          if (!failures.length) return "";
+          return heading + failures.map((f) => "  " + f.atSeconds.toFixed(1) + " s  " + f.actor + " (" + f.action + ", failure " + f.failureCount + "): " + f.error).join("\n");
         }
 
         function renderLatency(s) {
@@ -306,7 +314,8 @@ enum ObserverPage {
             "type " + a.type + " (messages: " + a.messageType + "), " + a.state + "\n" +
             "mailbox " + (a.depth == null ? "not counted (pending: " + a.pending + ")" : a.depth) + " (blue), msg/s (green)\n" +
             "processed " + number(a.processed) + ", failures " + a.failures + ", restarts " + a.restarts + "\n" +
-            (h && h.count ? "handler p50 " + h.p50Us + " µs, p99 " + h.p99Us + " µs over " + number(h.count) + " samples" : "no per-actor histogram (Introspection.perActorHistograms is off, or nothing sampled yet)");
+            (h && h.count ? "handler p50 " + h.p50Us + " µs, p99 " + h.p99Us + " µs over " + number(h.count) + " samples" : "no per-actor histogram (Introspection.perActorHistograms is off, or nothing sampled yet)") +
+            failureLines((latest.system.recentFailures || []).filter((f) => f.id === a.id), "\nlast failures:\n");
 
           const inspection = $("inspection");
           if (inspection.dataset.actorId !== String(a.id)) {

@@ -33,6 +33,10 @@ final class SystemSampler {
     private var secondsSincePrevious: Double?
     private var previousBuckets: (timeInMailbox: [UInt64], handlerDuration: [UInt64])?
 
+    /// The system's last failures a document carries, newest first (the page shows five, and a
+    /// selected actor's among them).
+    static let failuresShown = 20
+
     init(system: ActorSystem) { self.system = system }
 
     /// Reads the system now; the rates in documents rendered from it are measured since the
@@ -109,6 +113,20 @@ final class SystemSampler {
                 }
             } else {
                 json.null()
+            }
+        }
+        member("recentFailures") { [system] json in
+            json.array { json in
+                for failure in system.recentFailures.suffix(Self.failuresShown).reversed() {
+                    json.object { json in
+                        json.member("id", failure.actor.id)
+                        json.member("actor", failure.actor.description)
+                        json.member("error", failure.error)
+                        json.member("action", "\(failure.action)")
+                        json.member("atSeconds", Self.seconds(failure.at))
+                        json.member("failureCount", failure.failureCount)
+                    }
+                }
             }
         }
         member("timeInMailbox") { Self.write(snapshot.timeInMailbox, into: &$0) }
