@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "TroupeVirtualActors", targets: ["TroupeVirtualActors"]),
         // Virtual actors placed over the nodes of a TroupeCluster.
         .library(name: "TroupeClusterEntities", targets: ["TroupeClusterEntities"]),
+        // The cluster at a thousand nodes, simulated on virtual time (the real membership code).
+        .library(name: "TroupeClusterSimulator", targets: ["TroupeClusterSimulator"]),
         // A live page into a running system, over HTTP and WebSocket (SwiftNIO's).
         .library(name: "TroupeObserver", targets: ["TroupeObserver"]),
         .library(name: "TroupeObserverTLS", targets: ["TroupeObserverTLS"]),
@@ -86,6 +88,9 @@ let package = Package(
         ),
         // The pthread-mutex lock shared by Troupe and its optional modules (not a product).
         .target(name: "TroupeLocks", path: "Sources/TroupeLocks"),
+        // What a listener's host names (loopback or not), one rule for the observer and the
+        // cluster (not a product).
+        .target(name: "TroupeAddresses", path: "Sources/TroupeAddresses"),
         .target(
             name: "Troupe",
             dependencies: ["CTroupe", "TroupeLocks", .product(name: "Logging", package: "swift-log")],
@@ -117,7 +122,7 @@ let package = Package(
         .target(
             name: "TroupeCluster",
             dependencies: [
-                "Troupe", "TroupeLocks", "TroupeClusterMembership",
+                "Troupe", "TroupeLocks", "TroupeClusterMembership", "TroupeAddresses",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -177,6 +182,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/TroupeClusterTests"
+        ),
+        // The cluster simulated: the real membership state machine on thousands of nodes in one
+        // process, on virtual time and a simulated network, replayable by seed.
+        .target(
+            name: "TroupeClusterSimulator", dependencies: ["TroupeClusterMembership"],
+            path: "Sources/TroupeClusterSimulator"),
+        .testTarget(
+            name: "TroupeClusterSimulatorTests",
+            dependencies: ["TroupeClusterSimulator", "TroupeClusterMembership"],
+            path: "Tests/TroupeClusterSimulatorTests"
         ),
         .testTarget(
             name: "TroupeClusterMembershipTests",
@@ -265,7 +280,7 @@ let package = Package(
         .target(
             name: "TroupeObserver",
             dependencies: [
-                "Troupe",
+                "Troupe", "TroupeAddresses",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -290,6 +305,7 @@ let package = Package(
             dependencies: [
                 "TroupeObserverTLS", "TroupeObserver", "Troupe", "TroupeTestSupport", "troupe-observe",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

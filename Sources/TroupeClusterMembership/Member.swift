@@ -32,6 +32,14 @@ public enum ClusterMemberStatus: Hashable, Sendable, Codable, CustomStringConver
         }
     }
 
+    /// Suspect or unreachable: a status that times out.
+    var isTimed: Bool {
+        switch self {
+        case .suspect, .unreachable: true
+        case .alive, .down: false
+        }
+    }
+
     /// Whether `self` (heard in gossip) replaces `known` (SWIM's precedence): down beats all;
     /// otherwise a higher incarnation wins, and at equal incarnations unreachable beats suspect
     /// beats alive.

@@ -25,3 +25,19 @@ public enum SWIMMessage: Hashable, Sendable, Codable {
         }
     }
 }
+
+extension SWIMMessage {
+    /// The bytes this message takes on TroupeCluster's wire as one frame: the length prefix,
+    /// the envelope's version and kind, then the message (TroupeCluster's `writeSWIM`; a test
+    /// there holds the two equal). For the simulator's traffic figures.
+    package var wireFrameSize: Int {
+        func member(_ node: ClusterNode) -> Int { 4 + node.host.utf8.count + 2 + 8 }
+        var size = 4 + 2 + 1 + 8 + 2
+        switch self {
+        case .ping: break
+        case .pingRequest(_, let target, _), .ack(_, let target, _): size += member(target)
+        }
+        for item in gossip { size += member(item.member) + (item.status == .down ? 1 : 9) }
+        return size
+    }
+}

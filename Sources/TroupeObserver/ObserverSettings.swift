@@ -1,4 +1,4 @@
-import NIOCore
+import TroupeAddresses
 
 /// How an ``Observer`` serves its page: where it listens, the token every request must carry,
 /// how often it pushes updates and the limits it holds every connection to.
@@ -52,22 +52,7 @@ public struct ObserverSettings: Sendable {
     /// Whether ``host`` names this machine's loopback interface: `localhost`, an IPv4 address in
     /// 127.0.0.0/8, `::1` or `::ffff:127.x.x.x`. Only addresses count, never names that merely
     /// start with `127.` (`127.example.com` is somebody else's machine).
-    var isLoopback: Bool {
-        if host == "localhost" { return true }
-        guard let address = try? SocketAddress(ipAddress: host, port: 0) else { return false }
-        switch address {
-        case .v4(let v4):
-            return UInt32(bigEndian: v4.address.sin_addr.s_addr) >> 24 == 127
-        case .v6(let v6):
-            return withUnsafeBytes(of: v6.address.sin6_addr) { bytes in
-                let loopback = bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1
-                let mappedV4 = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
-                return loopback || (mappedV4 && bytes[12] == 127)
-            }
-        default:
-            return false
-        }
-    }
+    var isLoopback: Bool { HostAddress.isLoopback(host) }
 
     /// The settings checked: a typed error says what to change.
     func validated() throws(ObserverError) -> ObserverSettings {

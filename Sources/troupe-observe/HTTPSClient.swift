@@ -3,9 +3,7 @@
     import NIOPosix
     import NIOSSL
 
-    #if canImport(Glibc)
-        import Glibc
-    #endif
+    import Synchronization
 
     /// The requests of an `https://` observer, over swift-nio-ssl: one connection per request
     /// (the request asks the observer to close after it), the certificate checked against the
@@ -15,22 +13,16 @@
     final class HTTPSClient: Sendable {
         /// One event-loop thread for the process's life (the view makes a request a second).
         static let shared = HTTPSClient()
-        /// More than any state document (500 rows): a server that sends more is cut off.
-        static let maximumReply = 16 << 20
         private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        /// The TLS context of each trust-root choice, made once (loading roots is not free and
+        /// the view asks every second).
+        private let contexts = Mutex<[String?: NIOSSLContext]>([:])
 
         /// The bytes of the reply to `request`, sent to `host`:`port` over TLS.
         func exchange(
             host: String, port: Int, request: String, caFile: String?, timeout: TimeAmount = .seconds(5)
         ) throws(ObserverEndpoint.Failure) -> [UInt8] {
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            if let caFile { configuration.trustRoots = .file(caFile) }
-            let context: NIOSSLContext
-            do {
-                context = try NIOSSLContext(configuration: configuration)
-            } catch {
-                throw .tls("the trust roots in \(caFile ?? "the system's store") could not be loaded: \(error)")
-            }
+            let context = try self.context(caFile: caFile)
             // An IP address is checked against the certificate's IP addresses (and sent no SNI).
             let serverName: String? = Self.isIPAddress(host) ? nil : host
             let done = group.next().makePromise(of: [UInt8].self)
@@ -60,6 +52,20 @@
             }
         }
 
+        /// The context trusting `caFile`'s certificates, or the system's.
+        func context(caFile: String?) throws(ObserverEndpoint.Failure) -> NIOSSLContext {
+            if let context = contexts.withLock({ $0[caFile] }) { return context }
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            if let caFile { configuration.trustRoots = .file(caFile) }
+            do {
+                let context = try NIOSSLContext(configuration: configuration)
+                contexts.withLock { $0[caFile] = context }
+                return context
+            } catch {
+                throw .tls("the trust roots in \(caFile ?? "the system's store") could not be loaded: \(error)")
+            }
+        }
+
         /// What an error of the exchange means for the user.
         private static func failure(_ error: any Error, host: String, port: Int) -> ObserverEndpoint.Failure {
             switch error {
@@ -75,15 +81,13 @@
         }
 
         private static func isIPAddress(_ host: String) -> Bool {
-            var v4 = in_addr()
-            var v6 = in6_addr()
-            return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+            (try? SocketAddress(ipAddress: host, port: 0)) != nil
         }
     }
 
-    /// Gathers the reply until the observer closes, at most ``HTTPSClient/maximumReply`` bytes,
-    /// and completes the promise once.
-    private final class ReplyCollector: ChannelInboundHandler {
+    /// Gathers the reply until the observer closes, at most
+    /// ``ObserverEndpoint/maximumReply`` bytes, and completes the promise once.
+    final class ReplyCollector: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         private let done: EventLoopPromise<[UInt8]>
         private var reply: [UInt8] = []
@@ -100,9 +104,9 @@
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var buffer = unwrapInboundIn(data)
-            guard reply.count + buffer.readableBytes <= HTTPSClient.maximumReply else {
+            guard reply.count + buffer.readableBytes <= ObserverEndpoint.maximumReply else {
                 let failure = ObserverEndpoint.Failure.malformed(
-                    "a reply of more than \(HTTPSClient.maximumReply) bytes")
+                    "a reply of more than \(ObserverEndpoint.maximumReply) bytes")
                 finish(.failure(failure), context: context)
                 return
             }

@@ -17,6 +17,12 @@ struct ObserverEndpoint: Sendable {
     /// one's own, or a self-signed certificate).
     let caFile: String?
 
+    /// More than any state document (500 rows): a server that sends more is cut off, over
+    /// plain HTTP and TLS alike.
+    static let maximumReply = 16 << 20
+    /// How long one exchange may take in all, however slowly the server sends.
+    static let replyDeadline: Duration = .seconds(5)
+
     /// Why the state could not be read.
     enum Failure: Error, CustomStringConvertible {
         case badURL(String)
@@ -97,8 +103,10 @@ struct ObserverEndpoint: Sendable {
         return (status, String(text[headEnd.upperBound...]))
     }
 
-    /// Sends `request` over a plain socket and reads the reply until the observer closes.
-    private func plainExchange(_ request: [UInt8]) throws(Failure) -> [UInt8] {
+    /// Sends `request` over a plain socket and reads the reply until the observer closes: at
+    /// most ``maximumReply`` bytes, within ``replyDeadline`` in all (a server trickling bytes
+    /// cannot hold the view).
+    func plainExchange(_ request: [UInt8]) throws(Failure) -> [UInt8] {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
@@ -108,8 +116,11 @@ struct ObserverEndpoint: Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw .unreachable(String(cString: strerror(errno))) }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        let deadline = ContinuousClock.now + Self.replyDeadline
+        // Each wait at most a quarter of a second, so that the deadline is checked between them.
+        var timeout = timeval(tv_sec: 0, tv_usec: 250_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -119,18 +130,26 @@ struct ObserverEndpoint: Sendable {
         var offset = 0
         while offset < request.count {
             let sent = request[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw .unreachable("the connection closed while sending") }
-            offset += sent
+            guard sent > 0 || (errno == EAGAIN && ContinuousClock.now < deadline) else {
+                throw .unreachable("the connection closed while sending")
+            }
+            offset += max(0, sent)
         }
         var reply: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
+            guard ContinuousClock.now < deadline else {
+                throw .unreachable("no complete answer within \(Self.replyDeadline) (\(reply.count) bytes so far)")
+            }
             let got = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if got > 0 {
+                guard reply.count + got <= Self.maximumReply else {
+                    throw .malformed("a reply of more than \(Self.maximumReply) bytes")
+                }
                 reply += chunk[0..<got]
             } else if got == 0 {
                 break
-            } else {
+            } else if errno != EAGAIN && errno != EINTR {
                 throw .unreachable("reading the answer: \(String(cString: strerror(errno)))")
             }
         }

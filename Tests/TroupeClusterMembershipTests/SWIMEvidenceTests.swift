@@ -243,6 +243,46 @@ struct SWIMEvidenceTests {
         #expect(pings(joined).first?.sequence != 0)
     }
 
+    /// Spare gossip room carries alive members in turn: every member is named within
+    /// members / `gossipPerMessage` messages, though nothing changed (anti-entropy); off, a
+    /// quiet cluster's messages name their sender only.
+    @Test func spareGossipRoomCarriesEveryAliveMemberInTurn() {
+        let others = (2...40).map { SWIMTests.Network.member($0) }
+        for antiEntropy in [true, false] {
+            var settings = ClusterMembershipSettings()
+            settings.antiEntropy = antiEntropy
+            var machine = SWIMStateMachine(myself: Self.a, settings: settings, seed: 3)
+            machine.assumeFormed(others, now: .zero)
+            var named = Set<ClusterNode>()
+            for _ in 0..<(others.count / settings.gossipPerMessage + 1) {
+                let ack = machine.receive(.ping(sequence: 1, gossip: []), from: Self.b, now: .zero)
+                guard case .send(let message, _)? = ack.first else {
+                    Issue.record("no ack: \(ack)")
+                    return
+                }
+                #expect(message.gossip.count <= settings.gossipPerMessage + 1)
+                named.formUnion(message.gossip.map(\.member).filter { $0 != Self.a })
+            }
+            #expect(named == (antiEntropy ? Set(others) : []))
+        }
+    }
+
+    /// memberlist's rule: 4 × ⌈log10(members + 1)⌉ repeats when more than `gossipRepeats`.
+    @Test func gossipRepeatsGrowWithTheClusterUnlessTurnedOff() {
+        for (members, expected) in [(2, 6), (9, 6), (10, 8), (99, 8), (100, 12), (999, 12), (1_000, 16)] {
+            var machine = SWIMStateMachine(myself: Self.a, settings: ClusterMembershipSettings(), seed: 1)
+            machine.assumeFormed(
+                (0..<members).map { ClusterNode(host: "10.1.0.1", port: 1 + $0, uid: UInt64(100 + $0)) }, now: .zero)
+            #expect(machine.gossipRepeats == expected, "\(members) members")
+        }
+        var fixed = ClusterMembershipSettings()
+        fixed.scalesGossipRepeats = false
+        var machine = SWIMStateMachine(myself: Self.a, settings: fixed, seed: 1)
+        machine.assumeFormed(
+            (0..<1_000).map { ClusterNode(host: "10.1.0.1", port: 1 + $0, uid: UInt64(100 + $0)) }, now: .zero)
+        #expect(machine.gossipRepeats == 6)
+    }
+
     @Test func tombstonesAreCappedOldestFirst() {
         var settings = ClusterMembershipSettings()
         settings.maximumTombstones = 3

@@ -59,10 +59,10 @@ import TroupeTestSupport
 
     /// The warning about plain TCP off this machine is skipped only for loopback addresses.
     @Test func onlyLoopbackAddressesCountAsLoopback() {
-        for host in ["127.0.0.1", "127.9.8.7", "::1", "localhost"] {
+        for host in ["127.0.0.1", "127.9.8.7", "::1", "::ffff:127.0.0.1", "localhost"] {
             #expect(ClusterSystem.isLoopback(host), "\(host)")
         }
-        for host in ["127.example.com", "10.0.0.1", "0.0.0.0", "::", "::2", "node-1", ""] {
+        for host in ["127.example.com", "10.0.0.1", "0.0.0.0", "::", "::2", "::ffff:10.0.0.1", "node-1", ""] {
             #expect(!ClusterSystem.isLoopback(host), "\(host)")
         }
     }

@@ -79,6 +79,26 @@ struct WireTests {
         }
     }
 
+    /// The cluster simulator counts traffic with `SWIMMessage.wireFrameSize`: it must be the
+    /// size of the frame this module writes, for every kind, status and host length.
+    @Test func theSimulatorsFrameSizeOfAMembershipMessageIsTheWrittenOne() {
+        let hosts = ["", "10.0.0.1", "node-17.cluster.example", String(repeating: "h", count: 300)]
+        let statuses: [ClusterMemberStatus] = [
+            .alive(incarnation: 3), .suspect(incarnation: 1), .unreachable(incarnation: 9), .down,
+        ]
+        for (index, host) in hosts.enumerated() {
+            let node = ClusterNode(host: host, port: 7_000 + index, uid: UInt64(index) &* 0x9E37)
+            let gossip = (0..<index * 3).map { SWIMMessage.Gossip(member: node, status: statuses[$0 % statuses.count]) }
+            for message in [
+                SWIMMessage.ping(sequence: 1, gossip: gossip),
+                .pingRequest(sequence: 2, target: node, gossip: gossip),
+                .ack(sequence: .max, target: Self.member, gossip: gossip),
+            ] {
+                #expect(WireEnvelope.membership(message).frame().readableBytes == message.wireFrameSize)
+            }
+        }
+    }
+
     @Test func framesOverTheMaximumAreRefusedBeforeTheyAreRead() throws {
         var decoder = FrameDecoder(maximumFrameSize: 1024)
         var buffer = ByteBuffer()

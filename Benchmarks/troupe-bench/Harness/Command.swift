@@ -13,10 +13,12 @@ struct TroupeBench: ParsableCommand {
 
             Workloads: \(Workload.allCases.map(\.rawValue).joined(separator: ", ")).
             TroupeCluster's rows: troupe-bench cluster --help. Durable actors on SQLite: \
-            troupe-bench persistence --help. Virtual actors on one node: troupe-bench entities --help.
+            troupe-bench persistence --help. Virtual actors on one node: troupe-bench entities --help. \
+            The cluster at 10 to 1,000 nodes, simulated: troupe-bench cluster-sim --help.
             """,
         subcommands: [
             ClusterBench.self, PersistenceBench.self, EntitiesBench.self, ClusterEntitiesBench.self, ObserverBench.self,
+            ClusterSimulationBench.self,
         ])
 
     @Flag(help: "Every workload at a small size: verifies every result, finishes in seconds.")

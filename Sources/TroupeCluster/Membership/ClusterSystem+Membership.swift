@@ -13,6 +13,26 @@ struct MemberTable {
     var leaving: Set<ClusterNode> = []
     /// The smoothed round trip of each link this node's probes measured (SWIM's direct acks).
     var roundTrips: [ClusterNode: Duration] = [:]
+    /// Down members, oldest first: like SWIM's tombstones, at most `maximumTombstones` are
+    /// kept (every restart of a node is a new member: a long-lived cluster would otherwise
+    /// keep every one it ever saw).
+    var downOrder: [ClusterNode] = []
+
+    /// Records `event`; a member newly down becomes a tombstone, and the oldest tombstones
+    /// beyond `tombstoneLimit` are forgotten (as the state machine forgets its own).
+    mutating func record(_ event: ClusterMembershipEvent, tombstoneLimit: Int) {
+        let wasDown = statuses[event.member] == .down
+        statuses[event.member] = event.status
+        guard case .down = event.status, !wasDown else { return }
+        // A down member is never probed again: its round trip goes with it.
+        roundTrips[event.member] = nil
+        downOrder.append(event.member)
+        while downOrder.count > max(0, tombstoneLimit) {
+            let forgotten = downOrder.removeFirst()
+            statuses[forgotten] = nil
+            leaving.remove(forgotten)
+        }
+    }
 }
 
 extension ClusterSystem {
@@ -66,12 +86,12 @@ extension ClusterSystem {
     /// Records and publishes one change; a member going down fails its calls, fires its
     /// watches, drops its receptionist entries and closes its association.
     func publish(_ event: ClusterMembershipEvent) {
+        let tombstoneLimit = settings.membership.maximumTombstones
         let left = memberTable.withLock { table in
-            table.statuses[event.member] = event.status
-            // A down member is never probed again: its round trip goes with it.
-            if case .down = event.status { table.roundTrips[event.member] = nil }
+            let left = table.leaving.contains(event.member)
+            table.record(event, tombstoneLimit: tombstoneLimit)
             for continuation in table.subscribers.values { continuation.yield(event) }
-            return table.leaving.contains(event.member)
+            return left
         }
         metrics.membershipChanged(to: event.status)
         switch event.status {

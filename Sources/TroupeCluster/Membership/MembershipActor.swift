@@ -49,7 +49,7 @@ struct MembershipActor: ActorDefinition {
                 directives += machine.heard(from: member, now: now)
             }
             directives += machine.tick(now: now)
-            dialSeedsIfAlone(cluster, now: now)
+            dialSeeds(cluster, now: now)
         case .swim(let swim, let sender):
             directives += machine.receive(swim, from: sender, now: now)
         case .associated(let member):
@@ -69,13 +69,22 @@ struct MembershipActor: ActorDefinition {
         cluster.carryOut(directives)
     }
 
-    /// Until some other member is known, the seeds are dialled once a probe interval.
-    private mutating func dialSeedsIfAlone(_ cluster: ClusterSystem, now: Duration) {
-        guard !machine.membership.values.contains(where: { $0 != .down }) else { return }
-        if let last = lastSeedDial, now - last < cluster.settings.membership.probeInterval { return }
+    /// Until some other member is known, the seeds are dialled once a probe interval; after
+    /// that, every ``seedRecontactPeriods`` probe intervals, the seeds at whose address no
+    /// member is known: a group cut off by a partition whose members were removed and
+    /// restarted forms a cluster of its own, which meets the other again this way (the
+    /// handshake joins the two ends; anti-entropy gossip does the rest). The cluster simulator
+    /// found such islands staying apart for good.
+    private mutating func dialSeeds(_ cluster: ClusterSystem, now: Duration) {
+        let known = machine.membership.filter { $0.value != .down }
+        let interval = cluster.settings.membership.probeInterval * (known.isEmpty ? 1 : Self.seedRecontactPeriods)
+        if let last = lastSeedDial, now - last < interval { return }
         lastSeedDial = now
-        cluster.dialSeeds()
+        let knownAddresses = Set(known.keys.map(NodeAddress.init))
+        cluster.dialSeeds(except: knownAddresses)
     }
+
+    static let seedRecontactPeriods = 10
 }
 
 extension ClusterSystem {
@@ -92,10 +101,12 @@ extension ClusterSystem {
         }
     }
 
-    /// Opens associations to the seeds (other than this node); each completed handshake joins.
-    func dialSeeds() {
+    /// Opens associations to the seeds (other than this node and those at `known` addresses);
+    /// each completed handshake joins.
+    func dialSeeds(except known: Set<NodeAddress> = []) {
         for seed in settings.seeds where !(seed.host == node.host && seed.port == node.port) {
             let address = NodeAddress(host: seed.host, port: seed.port)
+            guard !known.contains(address) else { continue }
             let connected = associations.withLock { $0.current[address] != nil || $0.dials[address] != nil }
             guard !connected else { continue }
             Task {

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import Synchronization
 import Troupe
+import TroupeAddresses
 import TroupeClusterMembership
 
 /// A `DistributedActorSystem` that spans processes and machines: Swift's `distributed actor`s,
@@ -167,17 +168,9 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
 
     var shutDown: Bool { isShutDown.load(ordering: .acquiring) }
 
-    /// Whether `host` is a loopback address (127.0.0.0/8, `::1`) or `localhost`: nothing off this
-    /// machine can reach it. A name that merely starts with `127.` is not.
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" { return true }
-        switch try? SocketAddress(ipAddress: host, port: 0) {
-        case .v4(let v4)?: return UInt32(bigEndian: v4.address.sin_addr.s_addr) >> 24 == 127
-        case .v6(let v6)?:
-            return withUnsafeBytes(of: v6.address.sin6_addr) { $0.elementsEqual(repeatElement(0, count: 15) + [1]) }
-        default: return false
-        }
-    }
+    /// Whether `host` is a loopback address or `localhost` (``HostAddress/isLoopback(_:)``, the
+    /// observer's rule too): nothing off this machine can reach it.
+    static func isLoopback(_ host: String) -> Bool { HostAddress.isLoopback(host) }
 
     /// Connections now open and still handshaking, and how many were closed on arrival for
     /// going over a ``ClusterConnectionLimits`` limit (also the metric

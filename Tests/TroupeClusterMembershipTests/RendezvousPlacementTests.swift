@@ -1,8 +1,5 @@
 import Testing
-import TroupeCluster
 import TroupeClusterMembership
-
-@testable import TroupeClusterEntities
 
 @Suite struct RendezvousPlacementTests {
     @Test func theHashIsStableAcrossProcesses() {

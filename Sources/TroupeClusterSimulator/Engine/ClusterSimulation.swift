@@ -1,0 +1,561 @@
+import TroupeClusterMembership
+
+/// A cluster of simulated nodes in one process, each running TroupeCluster's real membership
+/// state machine (`SWIMStateMachine`), over a simulated network, on virtual time. Every
+/// choice (latencies, losses, the nodes' probe orders, their clocks) is drawn from the
+/// settings' seed, so a run replays exactly from it; its ``trace`` tells the story of a
+/// failing one.
+///
+/// The simulator plays the part TroupeCluster's `ClusterSystem` plays around the state
+/// machine: it ticks each node every tenth of a probe interval, delivers its messages, dials
+/// the members gossip names (a handshake's round trip later both ends join each other), tells a
+/// node when a connection drops and when a redial is refused (a killed process's address), and
+/// marks a member down when another run of a node answers at its address.
+///
+/// Not thread-safe: one simulation runs on one thread (run many in parallel, one each).
+public final class ClusterSimulation {
+    public let settings: ClusterSimulationSettings
+    public private(set) var report: SimulationReport
+    public private(set) var trace: SimulationTrace
+
+    private var nodes: [SimulatedNode] = []
+    private var queue = EventQueue<Event>()
+    private var network: SimulatedNetwork
+    private var generator: SplitMix
+    private var nowNanoseconds: Int64 = 0
+    /// Which node index a uid was drawn for (old runs of a restarted node included).
+    private var indexByUID: [UInt64: Int] = [:]
+    /// Crashes by the uid that crashed, to the index of their record in the report.
+    private var crashByUID: [UInt64: Int] = [:]
+    private var joinByUID: [UInt64: Int] = [:]
+    /// When the latest fault happened (a heal and a loss change included).
+    private var lastFaultAt: Int64 = 0
+    /// Partitions' spans, for explaining suspicions: (start, end or nil while cut).
+    private var partitions: [(start: Int64, end: Int64?)] = []
+    private let tickNanoseconds: Int64
+    private let pauseLimitNanoseconds: Int64
+    /// How far back a pause or partition explains a suspicion or a down.
+    private let explanationHorizon: Int64
+
+    enum Event {
+        case tick(node: Int, uid: UInt64)
+        case deliver(node: Int, uid: UInt64, from: ClusterNode, message: SWIMMessage)
+        /// A handshake completed: `node` joins `peer`.
+        case associated(node: Int, uid: UInt64, peer: ClusterNode)
+        /// A dial of `member`'s address was refused: nothing listens there.
+        case refused(node: Int, uid: UInt64, member: ClusterNode)
+        /// Another run of a node answered at `member`'s address.
+        case superseded(node: Int, uid: UInt64, member: ClusterNode)
+        /// The connection to `member` dropped (its process was killed).
+        case connectionLost(node: Int, uid: UInt64, member: ClusterNode)
+        case resume(node: Int, uid: UInt64)
+        case fault(SimulatedFault)
+    }
+
+    public init(_ settings: ClusterSimulationSettings) {
+        self.settings = settings
+        report = SimulationReport(nodes: settings.nodes)
+        trace = SimulationTrace(capacity: settings.traceCapacity)
+        network = SimulatedNetwork(latency: settings.latency, loss: settings.loss)
+        generator = SplitMix(seed: settings.seed)
+        let membership = settings.membership
+        tickNanoseconds = max(1, (settings.tickInterval ?? membership.probeInterval / 10).simulatedNanoseconds)
+        pauseLimitNanoseconds = (settings.pauseLimit ?? membership.suspicionTimeout).simulatedNanoseconds
+        explanationHorizon =
+            (membership.suspicionTimeout * max(1, membership.suspicionMaximumMultiplier) + membership.downAfter
+            + membership.probeInterval * (5 * (1 + max(0, membership.maximumLocalHealthMultiplier))))
+            .simulatedNanoseconds
+        for index in 0..<settings.nodes { nodes.append(makeNode(index: index, host: Self.host(index))) }
+        let formed = nodes.map(\.node)
+        for index in nodes.indices {
+            if settings.formed {
+                nodes[index].machine.assumeFormed(formed, now: localTime(of: index))
+                nodes[index].seeds = seedAddresses(for: index)
+                nodes[index].lastSeedDial = 0
+            } else if index > 0 {
+                // Started at once, each joining through node 0 (as `troupe-bench cluster` starts
+                // its processes); node 0 has no seed.
+                nodes[index].seeds = [0]
+                nodes[index].alone = true
+                joinByUID[nodes[index].node.uid] = report.joins.count
+                report.joins.append(SimulationReport.Join(node: index, at: .zero))
+            }
+            // A formed cluster's nodes have been ticking for a while, each at its own phase; nodes
+            // started together tick at once (the membership actor's first tick dials the
+            // seeds), a few milliseconds apart as processes launched one after another.
+            let start = settings.formed ? randomPhase() : Int64(generator.next() % 5_000_000)
+            queue.push(.tick(node: index, uid: nodes[index].node.uid), at: start)
+        }
+    }
+
+    /// The virtual time.
+    public var now: Duration { .nanoseconds(nowNanoseconds) }
+
+    /// Nodes started so far (the initial ones and every join).
+    public var nodeCount: Int { nodes.count }
+
+    /// Whether node `index` is running (up or paused), not killed or vanished.
+    public func isRunning(_ index: Int) -> Bool { nodes[index].isRunning }
+
+    /// What node `index` knows of the others (its current run's view).
+    public func view(of index: Int) -> [ClusterNode: ClusterMemberStatus] { nodes[index].machine.membership }
+
+    /// Node `index`'s current identity.
+    public func member(_ index: Int) -> ClusterNode { nodes[index].node }
+
+    /// Schedules `fault` at the virtual time `at` (not before now).
+    public func schedule(_ fault: SimulatedFault, at: Duration) {
+        queue.push(.fault(fault), at: max(nowNanoseconds, at.simulatedNanoseconds))
+    }
+
+    public func schedule(_ faults: [ScheduledFault]) {
+        for scheduled in faults { schedule(scheduled.fault, at: scheduled.at) }
+    }
+
+    /// Runs every event due up to `end`, then sets the clock to it.
+    public func run(until end: Duration) {
+        let endNanoseconds = end.simulatedNanoseconds
+        while let next = queue.nextTime, next <= endNanoseconds {
+            let entry = queue.pop()!
+            nowNanoseconds = entry.time
+            report.eventsProcessed += 1
+            handle(entry.payload)
+        }
+        accountUptime(until: max(nowNanoseconds, endNanoseconds))
+        nowNanoseconds = max(nowNanoseconds, endNanoseconds)
+        report.simulated = now
+    }
+
+    public func run(for duration: Duration) { run(until: now + duration) }
+
+    // MARK: Events
+
+    private func handle(_ event: Event) {
+        switch event {
+        case .tick(let index, let uid):
+            guard nodes[index].node.uid == uid, case .up = nodes[index].state else { return }
+            carryOut(nodes[index].machine.tick(now: localTime(of: index)), by: index)
+            dialSeeds(index)
+            queue.push(.tick(node: index, uid: uid), at: nowNanoseconds + tickNanoseconds)
+        case .deliver(let index, let uid, _, _), .associated(let index, let uid, _), .refused(let index, let uid, _),
+            .superseded(let index, let uid, _), .connectionLost(let index, let uid, _):
+            guard nodes[index].node.uid == uid else { return }
+            switch nodes[index].state {
+            case .up: deliver(event, to: index)
+            case .paused: nodes[index].held.append(event)
+            case .killed, .vanished, .removed: return
+            }
+        case .resume(let index, let uid):
+            guard nodes[index].node.uid == uid, case .paused = nodes[index].state else { return }
+            nodes[index].state = .up
+            trace.record(nowNanoseconds, "node \(index) resumes")
+            let held = nodes[index].held
+            nodes[index].held = []
+            for event in held { deliver(event, to: index) }
+            queue.push(.tick(node: index, uid: uid), at: nowNanoseconds)
+        case .fault(let fault):
+            apply(fault)
+        }
+    }
+
+    /// An event for a node that is up.
+    private func deliver(_ event: Event, to index: Int) {
+        let now = localTime(of: index)
+        switch event {
+        case .deliver(_, _, let sender, let message):
+            carryOut(nodes[index].machine.receive(message, from: sender, now: now), by: index)
+        case .associated(_, _, let peer):
+            carryOut(nodes[index].machine.join([peer], now: now), by: index)
+        case .refused(_, _, let member):
+            carryOut(nodes[index].machine.confirmUnreachable(member, now: now), by: index)
+        case .superseded(_, _, let member):
+            carryOut(nodes[index].machine.markDown(member, now: now), by: index)
+        case .connectionLost(_, _, let member):
+            // As TroupeCluster's membership actor: redial a member still alive here at once.
+            if case .alive? = nodes[index].machine.status(of: member) {
+                send(.ping(sequence: 0, gossip: []), from: index, to: member)
+            }
+        case .tick, .resume, .fault:
+            break
+        }
+    }
+
+    private func carryOut(_ directives: [SWIMDirective], by index: Int) {
+        for directive in directives {
+            switch directive {
+            case .send(let message, let member): send(message, from: index, to: member)
+            case .event(let event): observe(event, by: index)
+            case .discovered(let member): dial(member, from: index)
+            case .measured: break
+            }
+        }
+    }
+
+    // MARK: The network's part
+
+    private func send(_ message: SWIMMessage, from index: Int, to member: ClusterNode) {
+        report.messagesSent += 1
+        report.bytesSent += message.wireFrameSize
+        nodes[index].peers.insert(member.uid)
+        guard let target = indexByUID[member.uid] else { return }  // a made-up member: the dial fails
+        let sender = nodes[index].node
+        guard nodes[target].node.uid == member.uid else {
+            // Another run of the node listens at the address now (or nothing does).
+            answerForAddress(of: target, dialledBy: index, about: member)
+            return
+        }
+        switch nodes[target].state {
+        case .killed, .removed:
+            if let rtt = network.roundTrip(between: index, and: target, using: &generator) {
+                queue.push(.refused(node: index, uid: sender.uid, member: member), at: nowNanoseconds + rtt)
+            }
+        case .vanished:
+            return
+        case .up, .paused:
+            guard var at = network.arrival(from: index, to: target, now: nowNanoseconds, using: &generator) else {
+                return
+            }
+            // An overloaded node reads each message late, in order: after its backlog drains.
+            if nodes[target].slowUntil > at {
+                at += nodes[target].slowBy
+                nodes[target].backlogUntil = max(nodes[target].backlogUntil, at)
+            } else if nodes[target].backlogUntil > at {
+                at = nodes[target].backlogUntil
+            }
+            nodes[target].peers.insert(sender.uid)
+            queue.push(.deliver(node: target, uid: member.uid, from: sender, message: message), at: at)
+        }
+    }
+
+    /// A dial of `member`'s address, where node `target` has moved on to another run.
+    private func answerForAddress(of target: Int, dialledBy index: Int, about member: ClusterNode) {
+        guard let rtt = network.roundTrip(between: index, and: target, using: &generator) else { return }
+        let dialler = nodes[index].node.uid
+        switch nodes[target].state {
+        case .up, .paused:
+            queue.push(.superseded(node: index, uid: dialler, member: member), at: nowNanoseconds + rtt)
+        case .killed, .removed:
+            queue.push(.refused(node: index, uid: dialler, member: member), at: nowNanoseconds + rtt)
+        case .vanished:
+            break
+        }
+    }
+
+    /// Gossip named `member`: dial it; when the handshake completes (hello, challenge, proof:
+    /// about two round trips with the connection's) both ends join each other.
+    private func dial(_ member: ClusterNode, from index: Int) {
+        guard let target = indexByUID[member.uid] else { return }
+        guard nodes[target].node.uid == member.uid else {
+            answerForAddress(of: target, dialledBy: index, about: member)
+            return
+        }
+        guard nodes[target].isRunning else {
+            if nodes[target].isStopped,
+                let rtt = network.roundTrip(between: index, and: target, using: &generator)
+            {
+                queue.push(.refused(node: index, uid: nodes[index].node.uid, member: member), at: nowNanoseconds + rtt)
+            }
+            return
+        }
+        associate(index, target)
+    }
+
+    /// A handshake between two running nodes (lost when a link is cut or a message lost).
+    private func associate(_ a: Int, _ b: Int) {
+        guard let first = network.roundTrip(between: a, and: b, using: &generator),
+            let second = network.roundTrip(between: a, and: b, using: &generator),
+            network.loss == 0 || generator.nextUnit() >= network.loss
+        else { return }
+        let at = nowNanoseconds + first + second
+        let (nodeA, nodeB) = (nodes[a].node, nodes[b].node)
+        nodes[a].peers.insert(nodeB.uid)
+        nodes[b].peers.insert(nodeA.uid)
+        queue.push(.associated(node: a, uid: nodeA.uid, peer: nodeB), at: at)
+        queue.push(.associated(node: b, uid: nodeB.uid, peer: nodeA), at: at)
+    }
+
+    // MARK: Faults
+
+    private func apply(_ fault: SimulatedFault) {
+        lastFaultAt = nowNanoseconds
+        trace.record(nowNanoseconds, "\(fault)")
+        switch fault {
+        case .kill(let index), .vanish(let index):
+            guard nodes.indices.contains(index), nodes[index].isRunning else { return }
+            let silent: Bool
+            if case .vanish = fault { silent = true } else { silent = false }
+            crash(index, silently: silent)
+        case .restart(let index):
+            guard nodes.indices.contains(index), !nodes[index].isRunning else { return }
+            accountUptime(until: nowNanoseconds)
+            nodes[index] = makeNode(index: index, host: nodes[index].node.host)
+            joinThroughALiveNode(index)
+        case .pause(let index, let duration):
+            guard nodes.indices.contains(index), case .up = nodes[index].state else { return }
+            let until = nowNanoseconds + max(0, duration.simulatedNanoseconds)
+            nodes[index].state = .paused(since: nowNanoseconds, until: until)
+            nodes[index].pauses.append((nowNanoseconds, until))
+            queue.push(.resume(node: index, uid: nodes[index].node.uid), at: until)
+        case .slow(let index, let delay, let duration):
+            guard nodes.indices.contains(index), nodes[index].isRunning else { return }
+            nodes[index].slowUntil = nowNanoseconds + max(0, duration.simulatedNanoseconds)
+            nodes[index].slowBy = max(0, delay.simulatedNanoseconds)
+        case .partition(let group, let oneWay):
+            closePartition()
+            network.cut(Set(group), oneWay: oneWay)
+            partitions.append((nowNanoseconds, nil))
+        case .heal:
+            closePartition()
+            network.heal()
+        case .loss(let loss):
+            network.loss = min(1, max(0, loss))
+        case .join:
+            accountUptime(until: nowNanoseconds)
+            nodes.append(makeNode(index: nodes.count, host: Self.host(nodes.count)))
+            joinThroughALiveNode(nodes.count - 1)
+        }
+    }
+
+    private func closePartition() {
+        if let last = partitions.indices.last, partitions[last].end == nil { partitions[last].end = nowNanoseconds }
+    }
+
+    private func crash(_ index: Int, silently: Bool) {
+        accountUptime(until: nowNanoseconds)
+        let member = nodes[index].node
+        nodes[index].state = silently ? .vanished : .killed
+        nodes[index].held = []
+        var record = SimulationReport.Crash(node: index, at: now, silent: silently)
+        // Those that know it: a run that never heard of it (an island yet to meet the crashed
+        // node's) has nothing to see.
+        record.witnesses = nodes.indices.filter {
+            nodes[$0].isRunning && $0 != index && nodes[$0].machine.status(of: member) != nil
+        }
+        record.witnessUIDs = record.witnesses.map { nodes[$0].node.uid }
+        crashByUID[member.uid] = report.crashes.count
+        report.crashes.append(record)
+        guard !silently else { return }
+        // Its connections close: each peer hears it within a one-way latency.
+        for peer in nodes.indices where nodes[peer].isRunning && nodes[index].peers.contains(nodes[peer].node.uid) {
+            let at = nowNanoseconds + network.latency.sample(using: &generator)
+            queue.push(.connectionLost(node: peer, uid: nodes[peer].node.uid, member: member), at: at)
+        }
+    }
+
+    private func joinThroughALiveNode(_ index: Int) {
+        let joiner = nodes[index].node
+        joinByUID[joiner.uid] = report.joins.count
+        report.joins.append(SimulationReport.Join(node: index, at: now))
+        // Its first tick at once, as the membership actor's (it dials the seeds).
+        queue.push(.tick(node: index, uid: joiner.uid), at: nowNanoseconds)
+        nodes[index].seeds = seedAddresses(for: index)
+        nodes[index].alone = true
+    }
+
+    /// As TroupeCluster's membership actor: a run that knows no member dials its seeds once a
+    /// probe interval; one that does, every 10 probe intervals, the seeds whose current run it
+    /// does not know alive (so that islands formed during a partition meet again).
+    private func dialSeeds(_ index: Int) {
+        if nodes[index].alone && nodes[index].machine.membership.values.contains(where: { $0 != .down }) {
+            nodes[index].alone = false
+        }
+        let interval = settings.membership.probeInterval.simulatedNanoseconds * (nodes[index].alone ? 1 : 10)
+        if let last = nodes[index].lastSeedDial, nowNanoseconds - last < interval { return }
+        nodes[index].lastSeedDial = nowNanoseconds
+        for seed in nodes[index].seeds where nodes[seed].isRunning {
+            if case .alive? = nodes[index].machine.status(of: nodes[seed].node) { continue }
+            if case .suspect? = nodes[index].machine.status(of: nodes[seed].node) { continue }
+            associate(index, seed)
+        }
+    }
+
+    // MARK: Observation
+
+    private func observe(_ event: ClusterMembershipEvent, by observer: Int) {
+        let member = event.member
+        trace.record(nowNanoseconds, "node \(observer) sees \(nodeName(member)) \(event.status)")
+        if let crash = crashByUID[member.uid] {
+            recordDetection(event.status, ofCrash: crash, by: observer)
+            return
+        }
+        guard let index = indexByUID[member.uid], nodes[index].node.uid == member.uid, nodes[index].isRunning else {
+            return
+        }
+        switch event.status {
+        case .alive:
+            recordAlive(member, by: observer)
+        case .suspect:
+            report.falseSuspicions += 1
+            if !explained(observer: observer, member: index) { report.unexplainedFalseSuspicions += 1 }
+            if !disturbed(index) { report.falseSuspicionsOfHealthyMembers += 1 }
+        case .unreachable:
+            break
+        case .down:
+            report.falseDowns += 1
+            if !explained(observer: observer, member: index) {
+                violate(.falseDown, "node \(observer) declared node \(index) (\(member)) down while it was up")
+            }
+            accountUptime(until: nowNanoseconds)
+            nodes[index].state = .removed
+            nodes[index].held = []
+            report.removals += 1
+            if let delay = settings.restartRemovedAfter {
+                queue.push(.fault(.restart(node: index)), at: nowNanoseconds + delay.simulatedNanoseconds)
+            }
+        }
+    }
+
+    private func recordDetection(_ status: ClusterMemberStatus, ofCrash crash: Int, by observer: Int) {
+        let after = now - report.crashes[crash].at
+        switch status {
+        case .suspect:
+            if report.crashes[crash].firstSuspicion == nil { report.crashes[crash].firstSuspicion = after }
+        case .unreachable:
+            if report.crashes[crash].unreachableAfter[observer] == nil {
+                report.crashes[crash].unreachableAfter[observer] = after
+            }
+        case .down:
+            if report.crashes[crash].unreachableAfter[observer] == nil {
+                report.crashes[crash].unreachableAfter[observer] = after
+            }
+            if report.crashes[crash].downAfter[observer] == nil { report.crashes[crash].downAfter[observer] = after }
+        case .alive:
+            break
+        }
+    }
+
+    private func recordAlive(_ member: ClusterNode, by observer: Int) {
+        guard let join = joinByUID[member.uid], report.joins[join].convergedAfter == nil else { return }
+        if report.joins[join].seenAliveAfter[observer] == nil {
+            report.joins[join].seenAliveAfter[observer] = now - report.joins[join].at
+        }
+        let joiner = report.joins[join].node
+        let others = nodes.indices.filter { $0 != joiner && nodes[$0].isRunning }
+        if others.allSatisfy({ report.joins[join].seenAliveAfter[$0] != nil }) {
+            report.joins[join].convergedAfter = now - report.joins[join].at
+        }
+    }
+
+    /// Whether a pause (beyond the limit) of either node, or a partition, within the horizon
+    /// explains why `observer` doubted `member`.
+    private func explained(observer: Int, member: Int) -> Bool {
+        let since = nowNanoseconds - explanationHorizon
+        for index in [observer, member] {
+            for pause in nodes[index].pauses
+            where pause.until >= since && pause.until - pause.start > pauseLimitNanoseconds {
+                return true
+            }
+        }
+        return partitions.contains { ($0.end ?? .max) >= since }
+    }
+
+    /// Whether node `index` was paused or overloaded within the explanation horizon: a member
+    /// that was not is healthy, and suspecting it is the observer's mistake.
+    private func disturbed(_ index: Int) -> Bool {
+        let since = nowNanoseconds - explanationHorizon
+        return nodes[index].slowUntil >= since || nodes[index].pauses.contains { $0.until >= since }
+    }
+
+    private func violate(_ kind: SimulationReport.Violation.Kind, _ detail: String) {
+        trace.record(nowNanoseconds, "VIOLATION \(kind.rawValue): \(detail)")
+        report.violations.append(SimulationReport.Violation(kind: kind, at: now, detail: detail))
+    }
+
+    // MARK: Checks at the end
+
+    /// Checks what must hold once the faults are over: every crash seen down within the
+    /// detection limit by every node up throughout (those it can be checked for: crashed at
+    /// least the limit before now, with no partition since), and, when the last fault is at
+    /// least `settle` before now, every running node sees every other running node alive.
+    /// Adds what fails to the report's violations; returns them.
+    @discardableResult
+    public func checkSettled(after settle: Duration) -> [SimulationReport.Violation] {
+        let before = report.violations.count
+        let limit = settings.detectionLimit ?? settings.detectionBound
+        for crash in report.crashes where now - crash.at >= limit {
+            let crashEnd = crash.at.simulatedNanoseconds + limit.simulatedNanoseconds
+            guard
+                !partitions.contains(where: {
+                    ($0.end ?? .max) >= crash.at.simulatedNanoseconds && $0.start <= crashEnd
+                })
+            else { continue }
+            for (witness, uid) in zip(crash.witnesses, crash.witnessUIDs)
+            where nodes[witness].node.uid == uid && nodes[witness].isRunning && !wasPaused(witness, since: crash.at) {
+                guard let seen = crash.downAfter[witness], seen <= limit else {
+                    violate(
+                        .undetectedCrash,
+                        "node \(witness) had not seen node \(crash.node) down \(limit) after it crashed at \(crash.at)")
+                    continue
+                }
+            }
+        }
+        if nowNanoseconds - lastFaultAt >= settle.simulatedNanoseconds {
+            let running = nodes.indices.filter { nodes[$0].isRunning }
+            for observer in running {
+                let view = nodes[observer].machine
+                for other in running where other != observer {
+                    let status = view.status(of: nodes[other].node)
+                    if case .alive? = status { continue }
+                    violate(
+                        .notConverged,
+                        "node \(observer) sees node \(other) (\(nodes[other].node)) as \(status.map { "\($0)" } ?? "unknown") \(settle) after the last fault"
+                    )
+                }
+            }
+        }
+        return Array(report.violations[before...])
+    }
+
+    private func wasPaused(_ index: Int, since: Duration) -> Bool {
+        nodes[index].pauses.contains { $0.until >= since.simulatedNanoseconds }
+    }
+
+    // MARK: Nodes
+
+    private func makeNode(index: Int, host: String) -> SimulatedNode {
+        var uid = generator.next()
+        while uid == 0 || indexByUID[uid] != nil { uid = generator.next() }
+        indexByUID[uid] = index
+        let member = ClusterNode(host: host, port: 7_337, uid: uid)
+        let drift = (generator.nextUnit() * 2 - 1) * settings.maximumClockDrift
+        let offset = Int64((generator.nextUnit() * 2 - 1) * Double(settings.maximumClockOffset.simulatedNanoseconds))
+        let node = SimulatedNode(
+            node: member,
+            machine: SWIMStateMachine(myself: member, settings: settings.membership, seed: generator.next()),
+            clockRate: 1 + drift, clockOffset: offset, startedAt: nowNanoseconds)
+        return node
+    }
+
+    /// A node's configured seeds: five addresses of the first nodes, as a deployment lists them.
+    private func seedAddresses(for index: Int) -> [Int] {
+        var candidates = Array(0..<settings.nodes).filter { $0 != index }
+        candidates.shuffle(using: &generator)
+        return Array(candidates.prefix(5))
+    }
+
+    private func randomPhase() -> Int64 { Int64(generator.next() % UInt64(tickNanoseconds)) }
+
+    /// Node `index`'s clock now: its offset plus the virtual time at its rate (never negative:
+    /// the state machine measures intervals only).
+    private func localTime(of index: Int) -> Duration {
+        let node = nodes[index]
+        let local =
+            node.clockOffset + Int64(Double(nowNanoseconds) * node.clockRate)
+            + settings.maximumClockOffset.simulatedNanoseconds
+        return .nanoseconds(local)
+    }
+
+    private func accountUptime(until end: Int64) {
+        for index in nodes.indices where nodes[index].isRunning {
+            report.nodeSeconds += Double(end - nodes[index].accountedUntil) / 1e9
+            nodes[index].accountedUntil = end
+        }
+    }
+
+    private func nodeName(_ member: ClusterNode) -> String {
+        guard let index = indexByUID[member.uid] else { return "\(member)" }
+        return nodes[index].node.uid == member.uid ? "node \(index)" : "node \(index)'s earlier run"
+    }
+
+    static func host(_ index: Int) -> String { "10.\(index >> 16 & 255).\(index >> 8 & 255).\(index & 255)" }
+}

@@ -1,0 +1,62 @@
+import TroupeClusterMembership
+
+/// A simulated cluster: its size, its members' SWIM settings, its network and clocks, and the
+/// seed every choice is drawn from.
+public struct ClusterSimulationSettings: Sendable {
+    /// The nodes at the start: a formed cluster (each knows every other alive), or, when not
+    /// `formed`, node 0 alone and the others joining through it as they start.
+    public var nodes: Int
+    public var formed = true
+    public var seed: UInt64
+    /// Every node's SWIM settings (as TroupeCluster's `ClusterSettings.membership`).
+    public var membership: ClusterMembershipSettings
+    public var latency: LatencyDistribution = .dataCentre
+    /// The probability that a message is lost, 0...1.
+    public var loss = 0.0
+    /// Each node's clock runs at 1 ± up to this (0.0001 is 100 ppm) and starts anywhere within
+    /// ± `maximumClockOffset`: SWIM measures intervals on the node's own clock.
+    public var maximumClockDrift = 0.0001
+    public var maximumClockOffset: Duration = .seconds(60)
+    /// How often each node's membership ticks; nil for a tenth of the probe interval, as
+    /// TroupeCluster's membership actor does. Each node's ticks start at a random phase.
+    public var tickInterval: Duration?
+    /// Pauses up to this long must never get a node declared down (longer ones may); nil for
+    /// the membership's `suspicionTimeout`.
+    public var pauseLimit: Duration?
+    /// A node declared down stops (as a TroupeCluster node removed from its cluster does) and
+    /// is started again this much later with a fresh uid, as a process supervisor would; nil
+    /// leaves it stopped.
+    public var restartRemovedAfter: Duration? = .seconds(2)
+    /// Lines of trace kept (the last ones).
+    public var traceCapacity = 200
+    /// Checked as the run goes (false downs) and by ``ClusterSimulation/checkSettled(after:)``:
+    /// a crash must be seen down by every node up throughout within this; nil for
+    /// ``detectionBound``.
+    public var detectionLimit: Duration?
+
+    public init(nodes: Int, seed: UInt64, membership: ClusterMembershipSettings = ClusterMembershipSettings()) {
+        self.nodes = nodes
+        self.seed = seed
+        self.membership = membership
+    }
+
+    /// How long a crash may take to be seen down everywhere with these settings: a few probe
+    /// periods to be suspected and the suspicion to spread (stretched by Lifeguard's local
+    /// health), the longest suspicion timeout, then `downAfter`.
+    public var detectionBound: Duration {
+        let settings = membership
+        let stretchedPeriod = settings.probeInterval * (1 + max(0, settings.maximumLocalHealthMultiplier) / 2)
+        return stretchedPeriod * 5 + settings.suspicionTimeout * max(1, settings.suspicionMaximumMultiplier)
+            + settings.downAfter + settings.probeInterval * 2
+    }
+
+    /// Lifeguard's parts off (no local health, no dynamic suspicion timeout): SWIM as first
+    /// published, to measure what Lifeguard buys.
+    public static func withoutLifeguard(_ membership: ClusterMembershipSettings) -> ClusterMembershipSettings {
+        var plain = membership
+        plain.maximumLocalHealthMultiplier = 0
+        plain.suspicionMaximumMultiplier = 1
+        plain.suspicionConfirmations = 0
+        return plain
+    }
+}

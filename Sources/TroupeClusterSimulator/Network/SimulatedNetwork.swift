@@ -1,0 +1,50 @@
+import TroupeClusterMembership
+
+/// The simulated network between the nodes: latency per message, loss, cut links, and the
+/// order TCP keeps. Every choice is drawn from the simulation's one generator.
+///
+/// TroupeCluster talks over one TCP connection per pair of nodes, so messages on a link arrive
+/// in the order they were sent (a message never overtakes an earlier one on its link); links
+/// reorder against each other freely. A lost message is dropped: the harsher model (over TCP a
+/// lost segment arrives late, after a retransmission, unless the connection breaks).
+struct SimulatedNetwork {
+    var latency: LatencyDistribution
+    var loss: Double
+    /// The group a partition cuts off, and whether only its outgoing links are cut.
+    private(set) var partition: (group: Set<Int>, oneWay: Bool)?
+    /// When the latest message on each directed link (`from << 32 | to`) arrives.
+    private var lastArrival: [UInt64: Int64] = [:]
+
+    init(latency: LatencyDistribution, loss: Double) {
+        self.latency = latency
+        self.loss = loss
+    }
+
+    mutating func cut(_ group: Set<Int>, oneWay: Bool) { partition = (group, oneWay) }
+    mutating func heal() { partition = nil }
+
+    /// Whether the link from `from` to `to` is cut.
+    func isCut(from: Int, to: Int) -> Bool {
+        guard let partition else { return false }
+        let (fromInside, toInside) = (partition.group.contains(from), partition.group.contains(to))
+        guard fromInside != toInside else { return false }
+        return !partition.oneWay || fromInside
+    }
+
+    /// When a message sent now from `from` arrives at `to`; nil when it is lost or the link is cut.
+    mutating func arrival(from: Int, to: Int, now: Int64, using generator: inout SplitMix) -> Int64? {
+        guard !isCut(from: from, to: to) else { return nil }
+        if loss > 0 && generator.nextUnit() < loss { return nil }
+        let link = UInt64(from) << 32 | UInt64(to)
+        let at = max(now + latency.sample(using: &generator), lastArrival[link] ?? 0)
+        lastArrival[link] = at
+        return at
+    }
+
+    /// A round trip's worth of time on the link (for handshakes and refused dials), or nil
+    /// when either direction is cut.
+    func roundTrip(between a: Int, and b: Int, using generator: inout SplitMix) -> Int64? {
+        guard !isCut(from: a, to: b) && !isCut(from: b, to: a) else { return nil }
+        return latency.sample(using: &generator) + latency.sample(using: &generator)
+    }
+}

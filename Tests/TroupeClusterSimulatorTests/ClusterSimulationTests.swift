@@ -1,0 +1,195 @@
+import Foundation
+import Testing
+import TroupeClusterMembership
+import TroupeClusterSimulator
+
+/// The simulator against what SWIM promises, on small clusters (debug builds are slow; the
+/// sweeps to 1,000 nodes are `troupe-bench cluster-sim`, in release).
+@Suite("Cluster simulator: SWIM on virtual time, faults and properties")
+struct ClusterSimulationTests {
+    static func settings(nodes: Int, seed: UInt64, loss: Double = 0) -> ClusterSimulationSettings {
+        var settings = ClusterSimulationSettings(nodes: nodes, seed: seed)
+        settings.loss = loss
+        return settings
+    }
+
+    @Test func aFormedClusterWithoutFaultsStaysAliveEverywhere() {
+        let simulation = ClusterSimulation(Self.settings(nodes: 12, seed: 1))
+        simulation.run(for: .seconds(60))
+        #expect(simulation.report.violations.isEmpty)
+        #expect(simulation.checkSettled(after: .seconds(30)).isEmpty)
+        #expect(simulation.report.falseSuspicions == 0)
+        // Every node probes once a second: a ping and an ack each, give or take.
+        let rate = simulation.report.messagesPerNodeSecond
+        #expect(rate > 1.5 && rate < 3, "membership messages per node-second: \(rate)")
+        #expect(simulation.report.bytesPerNodeSecond > rate * 20)
+        #expect((simulation.report.nodeSeconds - 12 * 60).magnitude < 0.001)
+    }
+
+    @Test func aVanishedNodeIsSeenDownByEveryOtherWithinTheBound() throws {
+        let settings = Self.settings(nodes: 16, seed: 7, loss: 0.01)
+        let simulation = ClusterSimulation(settings)
+        simulation.schedule(.vanish(node: 3), at: .seconds(10))
+        simulation.run(for: .seconds(10) + settings.detectionBound + .seconds(1))
+        simulation.checkSettled(after: .seconds(1))
+        #expect(simulation.report.violations.isEmpty, "\(simulation.trace)")
+        let crash = try #require(simulation.report.crashes.first)
+        #expect(crash.witnesses.count == 15)
+        let unreachable = try #require(crash.unreachableEverywhere)
+        let down = try #require(crash.downEverywhere)
+        let membership = settings.membership
+        // Suspected within a few periods; unreachable after the (Lifeguard) suspicion timeout;
+        // down `downAfter` later on each node.
+        #expect(try #require(crash.firstSuspicion) <= membership.probeInterval * 4)
+        #expect(unreachable <= membership.probeInterval * 5 + membership.suspicionTimeout * 3)
+        #expect(down >= membership.downAfter && down <= unreachable + membership.downAfter + .seconds(1))
+        // Each node decides on its own evidence: nobody saw it down before it was unreachable there.
+        // (`down` gossip is taken up only by a node that has it unreachable already.)
+        for (witness, at) in crash.downAfter { #expect(at >= crash.unreachableAfter[witness]!) }
+    }
+
+    @Test func aKilledNodesPeersLearnFromTheRefusedRedialNotFromProbes() throws {
+        let settings = Self.settings(nodes: 8, seed: 3)
+        let simulation = ClusterSimulation(settings)
+        simulation.schedule(.kill(node: 5), at: .seconds(20))
+        simulation.run(for: .seconds(40))
+        let crash = try #require(simulation.report.crashes.first)
+        // Connections drop, the redial is refused: unreachable within milliseconds wherever a
+        // connection existed (after 20 s of probes, everywhere), down `downAfter` later (at the
+        // next tick, a tenth of a probe interval).
+        let unreachable = try #require(crash.unreachableEverywhere)
+        #expect(unreachable < .milliseconds(50))
+        let tick = settings.membership.probeInterval / 10
+        #expect(try #require(crash.downEverywhere) < settings.membership.downAfter + tick + .milliseconds(50))
+        #expect(simulation.checkSettled(after: .seconds(5)).isEmpty, "\(simulation.trace)")
+    }
+
+    @Test func aJoinAndARestartAreSeenAliveEverywhereAndTheOldRunGoesDown() throws {
+        let simulation = ClusterSimulation(Self.settings(nodes: 10, seed: 11))
+        simulation.schedule(.join, at: .seconds(5))
+        simulation.schedule(.kill(node: 2), at: .seconds(8))
+        simulation.schedule(.restart(node: 2), at: .seconds(9))
+        simulation.run(for: .seconds(45))
+        #expect(simulation.report.joins.count == 2)
+        for join in simulation.report.joins {
+            let converged = try #require(join.convergedAfter, "join of node \(join.node)")
+            // Pushed to every member by the node it joined through: a few latencies.
+            #expect(converged < .milliseconds(100), "node \(join.node) converged after \(converged)")
+        }
+        #expect(simulation.report.crashes.first?.downEverywhere != nil)
+        #expect(simulation.checkSettled(after: .seconds(30)).isEmpty, "\(simulation.trace)")
+        #expect(simulation.nodeCount == 11)
+    }
+
+    @Test func pausesUpToTheLimitGetNobodyDeclaredDown() {
+        let settings = Self.settings(nodes: 10, seed: 5, loss: 0.01)
+        let simulation = ClusterSimulation(settings)
+        for round in 0..<10 {
+            simulation.schedule(
+                .pause(node: round % 10, for: settings.membership.suspicionTimeout), at: .seconds(5 + 6 * round))
+        }
+        simulation.run(for: .seconds(120))
+        #expect(simulation.report.falseDowns == 0)
+        #expect(simulation.report.violations.isEmpty, "\(simulation.trace)")
+        // A paused node's own probes expire as it resumes: it suspects others, who refute.
+        #expect(simulation.report.falseSuspicions > 0)
+        #expect(simulation.checkSettled(after: .seconds(30)).isEmpty)
+    }
+
+    @Test func theSameSeedReplaysTheSameRunAndAnotherSeedDoesNot() {
+        func run(_ seed: UInt64) -> (String, Int, Int) {
+            let simulation = ClusterSimulation(Self.settings(nodes: 9, seed: seed, loss: 0.05))
+            simulation.schedule(
+                FaultSchedule.random(seed: seed, nodes: 9, window: .seconds(30), count: 6, settings: .init()))
+            simulation.run(for: .seconds(60))
+            return ("\(simulation.trace)", simulation.report.messagesSent, simulation.report.eventsProcessed)
+        }
+        let first = run(42)
+        #expect(run(42) == first)
+        #expect(run(43) != first)
+    }
+
+    /// The checks can fail: a bound no protocol can meet, and a view checked mid-partition.
+    @Test func theChecksReportWhatIsNotSo() {
+        var settings = Self.settings(nodes: 6, seed: 9)
+        settings.detectionLimit = .seconds(1)
+        let simulation = ClusterSimulation(settings)
+        simulation.schedule(.vanish(node: 1), at: .seconds(1))
+        simulation.schedule(.partition(group: [4, 5], oneWay: false), at: .seconds(30))
+        simulation.run(for: .seconds(34))
+        let violations = simulation.checkSettled(after: .zero)
+        #expect(violations.contains { $0.kind == .undetectedCrash })
+        #expect(violations.contains { $0.kind == .notConverged })
+        #expect("\(simulation.trace)".contains("VIOLATION"))
+    }
+
+    /// A few hundred seeded schedules of every fault at 5 to 8 nodes (the release sweep runs
+    /// thousands): no false down, every crash seen down in time, views converged after.
+    @Test func seededFaultSchedulesKeepEveryProperty() {
+        var failures: [String] = []
+        let only = ProcessInfo.processInfo.environment["SIMULATOR_SEED"].flatMap { UInt64($0) }
+        for seed in only.map({ $0...$0 }) ?? UInt64(1)...300 {
+            let nodes = 5 + Int(seed % 4)
+            var settings = Self.settings(nodes: nodes, seed: seed, loss: 0.01)
+            settings.traceCapacity = only == nil ? 60 : 100_000
+            let simulation = ClusterSimulation(settings)
+            let window = Duration.seconds(40)
+            simulation.schedule(
+                FaultSchedule.random(seed: seed, nodes: nodes, window: window, count: 4, settings: settings.membership))
+            let settle = settings.detectionBound + .seconds(10)
+            simulation.run(until: window + settle)
+            let violations = simulation.checkSettled(after: settle)
+            if !violations.isEmpty { failures.append("seed \(seed): \(violations)\n\(simulation.trace)") }
+        }
+        #expect(failures.isEmpty, "\(failures.count) failing seeds; the first:\n\(failures.first ?? "")")
+    }
+
+    /// Nodes started at once through node 0, as `troupe-bench cluster` starts its processes.
+    @Test func nodesStartedTogetherThroughOneSeedConvergeWithinAFewLatencies() throws {
+        var settings = Self.settings(nodes: 5, seed: 21)
+        settings.formed = false
+        settings.latency = .localMachine
+        let simulation = ClusterSimulation(settings)
+        simulation.run(for: .seconds(2))
+        #expect(simulation.report.joins.count == 4)
+        for join in simulation.report.joins {
+            let converged = try #require(join.convergedAfter)
+            // The first tick (within a tenth of a probe interval) dials the seed; pushes and
+            // dials of the others follow within a few round trips.
+            #expect(converged < settings.membership.probeInterval / 10 + .milliseconds(20))
+            #expect(join.seenAliveAfter[0] != nil)
+        }
+        #expect(simulation.checkSettled(after: .seconds(1)).isEmpty)
+    }
+
+    /// Lifeguard's case: an overloaded node reads acks late (1.3 s: after its probe period
+    /// ends) and would suspect healthy members; its local health stretches its timeouts, so it
+    /// suspects far fewer (none in this run, 199 without).
+    @Test func anOverloadedNodeSuspectsFewerHealthyMembersWithLifeguard() {
+        func suspicionsOfHealthyMembers(lifeguard: Bool) -> Int {
+            let membership = ClusterMembershipSettings()
+            var settings = ClusterSimulationSettings(
+                nodes: 8, seed: 4,
+                membership: lifeguard ? membership : ClusterSimulationSettings.withoutLifeguard(membership))
+            settings.traceCapacity = 0
+            let simulation = ClusterSimulation(settings)
+            simulation.schedule(.slow(node: 3, by: .milliseconds(1_300), for: .seconds(60)), at: .seconds(5))
+            simulation.run(for: .seconds(90))
+            #expect(simulation.report.falseDowns == 0)
+            return simulation.report.falseSuspicionsOfHealthyMembers
+        }
+        let (with, without) = (
+            suspicionsOfHealthyMembers(lifeguard: true), suspicionsOfHealthyMembers(lifeguard: false)
+        )
+        #expect(without > 10 && with * 4 < without, "with Lifeguard \(with), without \(without)")
+    }
+
+    @Test func aJoinMovesAboutOneInNPlusOneEntitiesAllToTheNewcomer() {
+        for members in [3, 10, 50] {
+            let (moved, allToNewcomer) = PlacementMoves.onJoin(members: members, entities: 20_000, seed: 1)
+            let ideal = 1 / Double(members + 1)
+            #expect(allToNewcomer)
+            #expect(moved > ideal * 0.8 && moved < ideal * 1.2, "\(members) members: \(moved) moved, ideal \(ideal)")
+        }
+    }
+}
