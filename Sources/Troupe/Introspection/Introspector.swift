@@ -53,11 +53,17 @@ final class Introspector: @unchecked Sendable {  // see the thread-safety contra
         CTroupe_histogram_destroy(handlerDuration)
     }
 
-    /// Keeps `failure`, dropping the oldest beyond ``ActorSystem/recentFailureLimit``.
+    /// Keeps `failure` in time order, dropping the oldest beyond ``ActorSystem/recentFailureLimit``.
+    ///
+    /// A failing worker reads the clock before it takes this lock, so two workers can read it in
+    /// one order and take the lock in the other: the failure goes back past any later one (at
+    /// most a few places, as far as the workers race), so that the list stays oldest first.
     func record(_ failure: RecentFailure) {
         failures.withLock { failures in
-            if failures.count >= ActorSystem.recentFailureLimit { failures.removeFirst() }
-            failures.append(failure)
+            var index = failures.endIndex
+            while index > failures.startIndex && failures[index - 1].at > failure.at { index -= 1 }
+            failures.insert(failure, at: index)
+            if failures.count > ActorSystem.recentFailureLimit { failures.removeFirst() }
         }
     }
 

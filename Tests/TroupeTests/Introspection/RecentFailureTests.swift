@@ -1,5 +1,5 @@
 import Testing
-import Troupe
+@testable import Troupe
 import TroupeTestSupport
 
 /// `ActorSystem.recentFailures`: the system's last failures in order, each with its actor, error,
@@ -23,6 +23,31 @@ import TroupeTestSupport
             #expect(zip(failures, failures.dropFirst()).allSatisfy { $0.at <= $1.at }, "in the order they happened")
             let described = flakyFailures.first?.description ?? ""
             #expect(described.hasPrefix("\(flaky.address) failed (resume) at "), "\(described)")
+        }
+    }
+
+    /// Two workers can read the clock in one order and take the list's lock in the other: a
+    /// failure recorded after a later one still goes in its place.
+    @Test func aFailureRecordedAfterALaterOneGoesInItsPlace() async throws {
+        try await withTestSystem { system in
+            let actor = system.spawn(FailOnDemand())
+            func failure(at milliseconds: Int, count: Int) -> RecentFailure {
+                RecentFailure(
+                    actor: actor.address, error: "e\(count)", action: .resume, at: .milliseconds(milliseconds),
+                    failureCount: count)
+            }
+            for (milliseconds, count) in [(10, 1), (30, 3), (40, 4), (20, 2), (5, 0), (40, 5)] {
+                system.introspector.record(failure(at: milliseconds, count: count))
+            }
+            #expect(system.recentFailures.map(\.failureCount) == [0, 1, 2, 3, 4, 5])
+            // Full: one older than all that are kept is the one that goes.
+            for count in 6..<(ActorSystem.recentFailureLimit + 1) {
+                system.introspector.record(failure(at: 100 + count, count: count))
+            }
+            #expect(system.recentFailures.first?.failureCount == 1)
+            system.introspector.record(failure(at: 1, count: -1))
+            #expect(system.recentFailures.count == ActorSystem.recentFailureLimit)
+            #expect(system.recentFailures.first?.failureCount == 1, "the oldest went: the late one itself")
         }
     }
 
