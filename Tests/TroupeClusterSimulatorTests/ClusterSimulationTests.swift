@@ -192,4 +192,45 @@ struct ClusterSimulationTests {
             #expect(moved > ideal * 0.8 && moved < ideal * 1.2, "\(members) members: \(moved) moved, ideal \(ideal)")
         }
     }
+
+    @Test func settingsOutOfRangeStopWithTheSettingAndWhatToChange() async {
+        let loss = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            var settings = ClusterSimulationSettings(nodes: 3, seed: 1)
+            settings.loss = 1.5
+            _ = ClusterSimulation(settings)
+        }
+        let lossText = String(decoding: loss?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(lossText.contains("ClusterSimulationSettings.loss is a probability, 0...1, not 1.5"), "\(lossText)")
+        let tick = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            var settings = ClusterSimulationSettings(nodes: 3, seed: 1)
+            settings.tickInterval = .zero
+            _ = ClusterSimulation(settings)
+        }
+        let tickText = String(decoding: tick?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(tickText.contains("tickInterval is a length of time above zero"), "\(tickText)")
+        let nodes = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = ClusterSimulation(ClusterSimulationSettings(nodes: -1, seed: 1))
+        }
+        let nodesText = String(decoding: nodes?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(nodesText.contains("nodes is a count of nodes, 0 or more, not -1"), "\(nodesText)")
+    }
+
+    @Test func theEdgesOfTheRangesAreAccepted() {
+        var settings = ClusterSimulationSettings(nodes: 0, seed: 1)
+        settings.loss = 1
+        settings.maximumClockDrift = 0
+        settings.maximumClockOffset = .zero
+        settings.traceCapacity = 0
+        let empty = ClusterSimulation(settings)
+        empty.run(for: .seconds(5))
+        #expect(empty.nodeCount == 0)
+        #expect(empty.report.violations.isEmpty)
+    }
+
+    @Test func noNodesOrNoFaultsMakeAnEmptySchedule() {
+        let membership = ClusterMembershipSettings()
+        #expect(FaultSchedule.random(seed: 3, nodes: 0, window: .seconds(10), count: 4, settings: membership).isEmpty)
+        #expect(FaultSchedule.random(seed: 3, nodes: 5, window: .seconds(10), count: 0, settings: membership).isEmpty)
+        #expect(!FaultSchedule.random(seed: 3, nodes: 5, window: .seconds(10), count: 4, settings: membership).isEmpty)
+    }
 }

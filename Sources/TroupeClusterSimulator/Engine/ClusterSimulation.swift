@@ -52,7 +52,10 @@ public final class ClusterSimulation {
         case fault(SimulatedFault)
     }
 
+    /// Settings out of range stop the program with a message that says which and what to change
+    /// (in release builds too): a simulation of impossible settings would measure nothing.
     public init(_ settings: ClusterSimulationSettings) {
+        settings.checkRanges()
         self.settings = settings
         report = SimulationReport(nodes: settings.nodes)
         trace = SimulationTrace(capacity: settings.traceCapacity)
@@ -386,7 +389,6 @@ public final class ClusterSimulation {
             recordAlive(member, by: observer)
         case .suspect:
             report.falseSuspicions += 1
-            if !explained(observer: observer, member: index) { report.unexplainedFalseSuspicions += 1 }
             if !disturbed(index) { report.falseSuspicionsOfHealthyMembers += 1 }
         case .unreachable:
             break

@@ -60,3 +60,41 @@ public struct ClusterSimulationSettings: Sendable {
         return plain
     }
 }
+
+extension ClusterSimulationSettings {
+    /// Stops with a message naming the setting when one is out of range. `fatalError`, not
+    /// `precondition`: release builds drop a precondition's message and say only that it failed.
+    func checkRanges() {
+        func refuse(_ message: String) -> Never { fatalError("ClusterSimulationSettings.\(message)") }
+        if nodes < 0 { refuse("nodes is a count of nodes, 0 or more, not \(nodes)") }
+        if !(0...1).contains(loss) { refuse("loss is a probability, 0...1, not \(loss)") }
+        if !(0..<1).contains(maximumClockDrift) {
+            refuse(
+                "maximumClockDrift is a fraction of a second per second, 0..<1 (0.0001 is 100 ppm), not \(maximumClockDrift)"
+            )
+        }
+        if maximumClockOffset < .zero {
+            refuse("maximumClockOffset is a length of time, zero or more, not \(maximumClockOffset)")
+        }
+        if let tickInterval, tickInterval <= .zero {
+            refuse(
+                "tickInterval is a length of time above zero (or nil for a tenth of the probe interval), not \(tickInterval)"
+            )
+        }
+        if let pauseLimit, pauseLimit < .zero {
+            refuse("pauseLimit is a length of time, zero or more (or nil), not \(pauseLimit)")
+        }
+        if let restartRemovedAfter, restartRemovedAfter < .zero {
+            refuse(
+                "restartRemovedAfter is a length of time, zero or more (or nil to leave a removed node stopped), not \(restartRemovedAfter)"
+            )
+        }
+        if let detectionLimit, detectionLimit <= .zero {
+            refuse("detectionLimit is a length of time above zero (or nil for detectionBound), not \(detectionLimit)")
+        }
+        if traceCapacity < 0 { refuse("traceCapacity is a count of trace lines, 0 or more, not \(traceCapacity)") }
+        if membership.probeInterval <= .zero {
+            refuse("membership.probeInterval is a length of time above zero, not \(membership.probeInterval)")
+        }
+    }
+}

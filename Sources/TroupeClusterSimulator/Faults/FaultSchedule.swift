@@ -7,10 +7,11 @@ import TroupeClusterMembership
 public enum FaultSchedule {
     /// `count` faults for a cluster of `nodes`, within `window`. A partition is followed by its
     /// heal and a burst of loss by its end, both inside the window; at most `nodes / 2 - 1`
-    /// nodes are killed or vanish, so that a majority stays up.
+    /// nodes are killed or vanish, so that a majority stays up. No nodes (or no faults): none.
     public static func random(
         seed: UInt64, nodes: Int, window: Duration, count: Int, settings: ClusterMembershipSettings
     ) -> [ScheduledFault] {
+        guard nodes > 0, count > 0 else { return [] }
         var generator = SplitMix(seed: seed ^ 0x5343_4845_4455_4C45)
         let windowNanoseconds = max(1, window.simulatedNanoseconds)
         func instant(after start: Int64 = 0) -> Int64 {

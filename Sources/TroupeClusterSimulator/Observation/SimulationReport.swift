@@ -62,10 +62,8 @@ public struct SimulationReport: Sendable {
     public internal(set) var simulated: Duration = .zero
     public internal(set) var crashes: [Crash] = []
     public internal(set) var joins: [Join] = []
-    /// Suspicions (by one node of another) of members that were up at that instant, and those
-    /// of them not explained by a pause or a partition of either node.
+    /// Suspicions (by one node of another) of members that were up at that instant.
     public internal(set) var falseSuspicions = 0
-    public internal(set) var unexplainedFalseSuspicions = 0
     /// Suspicions of members neither paused nor overloaded lately (within the horizon a
     /// suspicion can last): the mistakes Lifeguard is meant to prevent, as when the observer is
     /// the slow one.
