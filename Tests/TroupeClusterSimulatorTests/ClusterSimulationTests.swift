@@ -46,6 +46,14 @@ struct ClusterSimulationTests {
         // Each node decides on its own evidence: nobody saw it down before it was unreachable there.
         // (`down` gossip is taken up only by a node that has it unreachable already.)
         for (witness, at) in crash.downAfter { #expect(at >= crash.unreachableAfter[witness]!) }
+        // A vanished node is never refused: every witness suspected it first, no sooner than the
+        // first suspicion, and then waited its own timer, at least the shortest suspicion timeout.
+        for (witness, at) in crash.unreachableAfter {
+            let suspected = try #require(crash.suspectedAfter[witness], "node \(witness) never suspected it")
+            #expect(suspected >= crash.firstSuspicion!)
+            #expect(at - suspected >= membership.suspicionTimeout)
+            #expect(at - suspected <= membership.suspicionTimeout * membership.suspicionMaximumMultiplier + .seconds(1))
+        }
     }
 
     @Test func aKilledNodesPeersLearnFromTheRefusedRedialNotFromProbes() throws {

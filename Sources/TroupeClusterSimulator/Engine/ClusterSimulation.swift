@@ -412,6 +412,9 @@ public final class ClusterSimulation {
         switch status {
         case .suspect:
             if report.crashes[crash].firstSuspicion == nil { report.crashes[crash].firstSuspicion = after }
+            if report.crashes[crash].suspectedAfter[observer] == nil {
+                report.crashes[crash].suspectedAfter[observer] = after
+            }
         case .unreachable:
             if report.crashes[crash].unreachableAfter[observer] == nil {
                 report.crashes[crash].unreachableAfter[observer] = after

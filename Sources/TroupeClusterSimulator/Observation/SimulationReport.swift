@@ -8,6 +8,10 @@ public struct SimulationReport: Sendable {
         public let silent: Bool
         /// After the crash: the first suspicion of it anywhere.
         public internal(set) var firstSuspicion: Duration?
+        /// After the crash, for each node that suspected it: when it did (by its own probe or on
+        /// hearing it in gossip). With ``unreachableAfter``, it splits a node's detection time
+        /// into the suspicion's spread and the node's own suspicion timer.
+        public internal(set) var suspectedAfter: [Int: Duration] = [:]
         /// After the crash, for each node that was up throughout: when it saw the crashed node
         /// unreachable (SWIM's failure declaration) and when down (removed).
         public internal(set) var unreachableAfter: [Int: Duration] = [:]
