@@ -559,6 +559,33 @@ def check_inspection(browser, api, match):
     ok("a text the definition does not read is refused, and the page says so")
 
 
+def check_failure(browser, api):
+    """A failure made through the page (the selected session's `fail REASON`) shows in the
+    system's recent failures and in the selected actor's own, as the API reports it."""
+    reason = "observer-" + os.urandom(3).hex()
+    browser.evaluate(f"""(() => {{
+        document.querySelector('input#test-message').value = {json.dumps('fail ' + reason)};
+        document.querySelector('button#send-test-message').click(); }})()""")
+    browser.wait_for(f"the test message 'fail {reason}' to be sent", """(() => {
+        const outcome = document.querySelector('#test-message-outcome').textContent;
+        return {done: outcome.startsWith('sent'), outcome: outcome}; })()""")
+    shown = browser.wait_for(f"the failure {reason!r} among the page's recent failures and the actor's own", f"""(() => {{
+        const recent = (document.querySelector('#recent-failures') || {{}}).textContent || '';
+        const own = (document.querySelector('#details-text') || {{}}).textContent || '';
+        const reason = {json.dumps(reason)};
+        return {{done: recent.includes('recent failures') && recent.includes(reason)
+                       && own.includes('last failures:') && own.includes(reason),
+                 recent: recent, own: own}}; }})()""")
+    line = next(line for line in shown["recent"].splitlines() if reason in line)
+    if "resume" not in line or "SessionFault" not in line:
+        raise Failure(f"the recent failure does not say the decision and the error: {line!r}")
+    failures = api.state().get("system", {}).get("recentFailures", [])
+    matching = [f for f in failures if reason in f.get("error", "")]
+    if len(matching) != 1 or matching[0].get("action") != "resume":
+        raise Failure(f"/api/state's recentFailures has {len(matching)} entries for {reason!r}: {shorten(matching)}")
+    ok(f"a failure made from the page is listed: {line.strip()!r}, and under the selected actor")
+
+
 def check_section_table(browser, table_name, row_match):
     """A module's snapshot table is drawn with a rate beside each `_total` column."""
     seen = browser.wait_for(f"the {table_name!r} table with a row matching {row_match!r} and its rate", f"""(() => {{
@@ -770,6 +797,7 @@ def main():
         if arguments.supervised_child:
             check_supervision(browser, api, arguments.supervised_child)
         check_inspection(browser, api, arguments.stop_match)
+        check_failure(browser, api)
         check_stop(browser, api, arguments.stop_match)
         check_no_exceptions(browser)
         take_screenshot(browser, arguments.screenshot)

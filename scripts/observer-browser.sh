@@ -8,8 +8,9 @@
 # opens a few carts (sessions session-browser-1..3) and keeps the service busy with wrk
 # (Examples/ShopService/load.lua) while scripts/observer-browser-test.py drives the page: the
 # token is required (401 without it), the page goes live and its numbers move, the sortable
-# headers sort the table, the search filters it, the supervisor's table links to its actors,
-# and a row's stop button stops that session.
+# headers sort the table, the search filters it, the supervisor's table links to its actors, a
+# session's test messages change it, a failure made from the page (`fail REASON`) is listed with
+# the system's last failures and the session's own, and a row's stop button stops that session.
 # A screenshot of the page goes to .build/observer/observer.png, the service's and wrk's output
 # to .build/observer/. Finally the service gets SIGTERM and must exit with status 0. Installs
 # Chromium and wrk (Debian's packages) when they are missing.

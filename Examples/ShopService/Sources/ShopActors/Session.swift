@@ -11,6 +11,9 @@ public struct Session: ActorDefinition {
         case checkout(Reply<Receipt>)
         case priced([String], Result<[Int], AskError>, Reply<Receipt>)
         case idleCheck
+        /// An operator's test of the failure path (`fail REASON` on the observer's page): the
+        /// handler throws ``SessionFault``; the directory's decider resumes the cart, items kept.
+        case fail(reason: String)
     }
 
     public let user: String
@@ -31,7 +34,7 @@ public struct Session: ActorDefinition {
         context.startPeriodicTimer(key: "idle", message: .idleCheck, every: idleTimeout / 2)
     }
 
-    public mutating func receive(_ message: Message, context: ActorContext<Message>) {
+    public mutating func receive(_ message: Message, context: ActorContext<Message>) throws {
         if case .idleCheck = message {
             if ContinuousClock.now - touched >= idleTimeout { context.stop() }
             return
@@ -69,10 +72,18 @@ public struct Session: ActorDefinition {
             case .failure(let error):
                 reply.fail(error)
             }
+        case .fail(let reason):
+            throw SessionFault(reason: reason)
         case .idleCheck:
             break
         }
     }
+}
+
+/// What a session's `fail` message throws: the failure an operator asked for.
+public struct SessionFault: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "SessionFault: \(reason)" }
 }
 
 /// What a checkout answers.
@@ -88,13 +99,14 @@ extension Session: InspectableActor {
         items.isEmpty ? "\(user)'s cart is empty" : "\(user)'s cart: \(items.joined(separator: ", "))"
     }
 
-    /// `add ITEM` or `remove ITEM`; nothing else.
+    /// `add ITEM`, `remove ITEM` or `fail REASON`; nothing else.
     public static func testMessage(from text: String) -> Message? {
         let words = text.split(separator: " ", maxSplits: 1).map(String.init)
         guard words.count == 2, !words[1].isEmpty else { return nil }
         switch words[0] {
         case "add": return .add(item: words[1])
         case "remove": return .remove(item: words[1])
+        case "fail": return .fail(reason: words[1])
         default: return nil
         }
     }

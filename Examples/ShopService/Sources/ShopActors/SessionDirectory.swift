@@ -29,7 +29,8 @@ public struct SessionDirectory: ActorDefinition {
             }
             let session = context.spawn(
                 Session(user: user, prices: prices, activity: activity, idleTimeout: idleTimeout),
-                options: SpawnOptions(name: "session-\(user)"))
+                // A cart that fails one message keeps its items (and the page shows the failure).
+                options: SpawnOptions(name: "session-\(user)", failureDecider: { _ in .resume }))
             sessions[user] = session
             context.watch(session) { .ended($0, user: user) }
             reply.succeed(session)

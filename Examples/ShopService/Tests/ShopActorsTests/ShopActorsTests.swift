@@ -38,6 +38,22 @@ import Troupe
         await shop.system.shutdown()
     }
 
+    @Test func aFailedMessageIsKeptAsAFailureAndTheCartGoesOn() async throws {
+        let shop = try makeShop()
+        let session = try await shop.session(of: "ada")
+        session.tell(.add(item: "tea"))
+        let fail = try #require(Session.testMessage(from: "fail broken-scale"), "the page's `fail REASON`")
+        session.tell(fail)
+        #expect(Session.testMessage(from: "explode now") == nil)
+        session.tell(.add(item: "cake"))
+        #expect(try await session.ask { .items($0) } == ["tea", "cake"], "resumed with its items")
+        let failures = shop.system.recentFailures.filter { $0.actor == session.address }
+        #expect(failures.count == 1)
+        #expect(failures.first?.action == .resume)
+        #expect(failures.first?.error == "SessionFault: broken-scale")
+        await shop.system.shutdown()
+    }
+
     @Test func anIdleSessionStopsItselfAndTheDirectoryForgetsIt() async throws {
         let shop = try makeShop(idle: .milliseconds(100))
         let session = try await shop.session(of: "ada")
