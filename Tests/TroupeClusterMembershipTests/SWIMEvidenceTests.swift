@@ -78,14 +78,20 @@ struct SWIMEvidenceTests {
 
     // MARK: Evidence
 
-    @Test func oneFrameOfDownGossipAboutAReachableMemberOrThisNodeChangesNothing() {
+    /// Down gossip about a member alive here changes nothing in the table: it is a reason to
+    /// look (one probe of it, none while one is in flight), and about this node it is ignored.
+    @Test func oneFrameOfDownGossipAboutAReachableMemberOrThisNodeChangesNothingButAProbe() {
         var machine = machine(knowing: [Self.b, Self.c])
         let out = machine.receive(gossip((Self.b, .down), (Self.a, .down)), from: Self.c, now: .seconds(1))
-        #expect(out.count == 1)
-        guard case .send(.ack(sequence: 0, target: Self.a, _), to: Self.c)? = out.first else {
+        #expect(out.count == 2)
+        guard case .send(.ack(sequence: 0, target: Self.a, _), to: Self.c)? = out.last else {
             Issue.record("\(out)")
             return
         }
+        let probes = pings(out)
+        #expect(probes.count == 1 && probes.first?.to == Self.b && probes.first?.sequence != 0, "\(out)")
+        let again = machine.receive(gossip((Self.b, .down)), from: Self.c, now: .milliseconds(1_100))
+        #expect(pings(again).isEmpty, "no second probe while the first is in flight")
         #expect(machine.status(of: Self.b) == .alive(incarnation: 0))
         #expect(machine.status(of: Self.a) == .alive(incarnation: 0))
         #expect(machine.incarnation == 0)
@@ -113,6 +119,33 @@ struct SWIMEvidenceTests {
         let stale = machine.receive(gossip((Self.b, .suspect(incarnation: 0))), from: Self.d, now: .milliseconds(1_030))
         #expect(events(stale).isEmpty)
         #expect(machine.status(of: Self.b) == .alive(incarnation: 0))
+    }
+
+    /// A suspect is told of its suspicion by every ping it gets, after the news's repeats are
+    /// spent too, so that a live member can always refute (memberlist's probes do the same).
+    @Test func aPingToASuspectCarriesItsSuspicionWhateverTheRepeatsLeft() {
+        var machine = machine(knowing: [Self.b, Self.c, Self.d])
+        _ = machine.receive(gossip((Self.b, .suspect(incarnation: 0))), from: Self.c, now: .seconds(1))
+        #expect(machine.status(of: Self.b) == .suspect(incarnation: 0))
+        // Answers to d's probes spend the news's repeats.
+        for sequence in 1...(machine.gossipRepeats + 4) {
+            _ = machine.receive(.ping(sequence: UInt64(sequence), gossip: []), from: Self.d, now: .seconds(1))
+        }
+        let spent = machine.receive(.ping(sequence: 99, gossip: []), from: Self.d, now: .seconds(1))
+        for case .send(.ack(_, _, let carried), _) in spent {
+            #expect(!carried.contains { $0.member == Self.b }, "the repeats are spent")
+        }
+        // The probe rounds reach it (three members: within a few rounds): that ping tells it.
+        var now = Duration.milliseconds(1_100)
+        var probe: [SWIMMessage.Gossip]?
+        while probe == nil && now < .seconds(30) {
+            probe = pings(machine.tick(now: now)).first { $0.to == Self.b }?.gossip
+            now += .milliseconds(100)
+        }
+        let told = probe?.first { $0.member == Self.b }?.status
+        #expect(
+            told == .suspect(incarnation: 0) || told == .unreachable(incarnation: 0), "\(String(describing: probe))")
+        #expect(told == machine.status(of: Self.b))
     }
 
     @Test func downGossipAboutAMemberUnreachableHereIsApplied() {
