@@ -23,6 +23,8 @@ import TroupeTestSupport
     struct Family: ActorDefinition {
         enum Message: Sendable {
             case spawnChild(Reply<ActorRef<Message>>)
+            /// Whether this cell's parent link is `parent`, read on its own turn (its owner).
+            case linksTo(AnyCell, Reply<Bool>)
             case stop
             case spawnWhenRefused(Recorder<Bool>)
         }
@@ -30,6 +32,7 @@ import TroupeTestSupport
         func receive(_ message: Message, context: ActorContext<Message>) {
             switch message {
             case .spawnChild(let reply): reply.succeed(context.spawn(Family()))
+            case .linksTo(let parent, let reply): reply.succeed(context.cell.extras?.parent === parent)
             case .stop: context.stop()
             case .spawnWhenRefused(let freedAtOnce):
                 while context.system.isAccepting { usleep(1_000) }
@@ -46,7 +49,10 @@ import TroupeTestSupport
     func family(in system: ActorSystem, _ ending: Ending) async throws -> (parent: WeakCell, child: WeakCell) {
         let parent = system.spawn(Family())
         let child = try await parent.ask(timeout: .seconds(10)) { .spawnChild($0) }
-        #expect(child.cell.extras?.parent === parent.cell)
+        // Read on the child's turn: `extras` belongs to the holder of the scheduling right (read
+        // from this task, TSan saw no order with the spawn's write: the ask's resumption runs
+        // in the uninstrumented runtime).
+        #expect(try await child.ask(timeout: .seconds(10)) { .linksTo(parent.cell, $0) })
         switch ending {
         case .childStops: child.tell(.stop)
         case .parentStops: parent.tell(.stop)
