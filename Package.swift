@@ -183,10 +183,11 @@ let package = Package(
             ],
             path: "Tests/TroupeClusterTests"
         ),
-        // The cluster simulated: the real membership state machine on thousands of nodes in one
-        // process, on virtual time and a simulated network, replayable by seed.
+        // The cluster simulated: the real membership and handshake state machines on thousands of
+        // nodes in one process, on virtual time and a simulated network, replayable by seed (the
+        // handshake's machine and envelopes are TroupeCluster's, at package access).
         .target(
-            name: "TroupeClusterSimulator", dependencies: ["TroupeClusterMembership"],
+            name: "TroupeClusterSimulator", dependencies: ["TroupeClusterMembership", "TroupeCluster"],
             path: "Sources/TroupeClusterSimulator"),
         .testTarget(
             name: "TroupeClusterSimulatorTests",

@@ -152,6 +152,87 @@ struct ClusterSimulationTests {
         #expect(failures.isEmpty, "\(failures.count) failing seeds; the first:\n\(failures.first ?? "")")
     }
 
+    /// Whatever a stranger tries, the real handshake refuses it at the node it dials, and no
+    /// member's view changes: the node it dialled, and the member it claimed to be, stay alive
+    /// everywhere, nobody is removed, and the views are the same as in the run without it.
+    @Test(arguments: StrangerTactic.allCases)
+    func aStrangerChangesNoViewWhateverItTries(_ tactic: StrangerTactic) {
+        func run(withStranger: Bool) -> ClusterSimulation {
+            let simulation = ClusterSimulation(Self.settings(nodes: 6, seed: 31))
+            if withStranger { simulation.schedule(.stranger(dials: 2, tactic), at: .seconds(5)) }
+            simulation.run(for: .seconds(30))
+            return simulation
+        }
+        let attacked = run(withStranger: true)
+        let report = attacked.report
+        #expect(report.violations.isEmpty, "\(attacked.trace)")
+        #expect(report.strangerConnections == 1)
+        #expect(report.strangersRefused == 1, "\(attacked.trace)")
+        #expect(report.removals == 0)
+        #expect(report.falseSuspicions == 0)
+        switch tactic {
+        case .forgedDownNotice, .gossipBeforeProof: #expect(report.protocolViolations == 1)
+        case .wrongSecret, .forgedProof: #expect(report.protocolViolations == 0)
+        }
+        #expect(attacked.checkSettled(after: .seconds(20)).isEmpty)
+        let quiet = run(withStranger: false)
+        for index in 0..<6 {
+            #expect(attacked.isRunning(index))
+            #expect(attacked.view(of: index) == quiet.view(of: index), "node \(index)")
+            #expect(attacked.view(of: index).values.allSatisfy { if case .alive = $0 { true } else { false } })
+        }
+        #expect("\(attacked.trace)".contains("a stranger dials node 2"))
+    }
+
+    /// A node paused past the limit is declared down while it cannot hear; once it resumes,
+    /// its next message to a member that holds it down dials, and the handshake's proved "you
+    /// are down" stops it (as a TroupeCluster node's `removedByCluster`). It comes back with a
+    /// fresh uid and the views converge.
+    @Test func aNodeDeclaredDownLearnsItAtItsNextHandshakeAndStops() throws {
+        let settings = Self.settings(nodes: 8, seed: 13)
+        let simulation = ClusterSimulation(settings)
+        let pause = settings.membership.downAfter * 2 + settings.membership.suspicionTimeout * 4
+        let first = simulation.member(3)
+        simulation.schedule(.pause(node: 3, for: pause), at: .seconds(5))
+        simulation.run(until: .seconds(5) + pause - .milliseconds(1))
+        #expect(simulation.isRunning(3))
+        #expect(simulation.report.falseDowns > 0)
+        #expect(simulation.report.removals == 0)
+        #expect(simulation.view(of: 0)[first] == .down)
+        // Resumed: a probe period's tick sends, the handshake refuses it within round trips.
+        simulation.run(until: .seconds(5) + pause + settings.membership.probeInterval + .milliseconds(50))
+        #expect(!simulation.isRunning(3), "\(simulation.trace)")
+        #expect(simulation.report.removals == 1)
+        #expect(simulation.report.handshakeFailures >= 2)
+        #expect("\(simulation.trace)".contains("node 3 learns from node"))
+        // Restarted (`restartRemovedAfter`) as a new member, seen alive everywhere.
+        simulation.run(for: .seconds(30))
+        #expect(simulation.isRunning(3))
+        #expect(simulation.member(3).uid != first.uid)
+        #expect(simulation.report.violations.isEmpty, "\(simulation.trace)")
+        #expect(simulation.checkSettled(after: .seconds(20)).isEmpty, "\(simulation.trace)")
+    }
+
+    /// A node cut off long enough to be declared down runs on (it cannot hear the refusal that
+    /// would tell it); if it then crashes, the members that hold it down already have nothing
+    /// more to see, and only those that still had it up are its witnesses (seed 10010 of the
+    /// release schedules counted them and failed).
+    @Test func aCrashOfANodeHeldDownAlreadyNeedsNoSecondDetection() throws {
+        let settings = Self.settings(nodes: 6, seed: 17)
+        let simulation = ClusterSimulation(settings)
+        simulation.schedule(.partition(group: [4], oneWay: false), at: .seconds(2))
+        let downBy = Duration.seconds(2) + settings.detectionBound + .seconds(1)
+        simulation.schedule(.vanish(node: 4), at: downBy)
+        simulation.run(until: downBy + .milliseconds(1))
+        #expect(simulation.isRunning(0) && simulation.view(of: 0)[simulation.member(4)] == .down)
+        let crash = try #require(simulation.report.crashes.first)
+        #expect(crash.witnesses.isEmpty, "witnesses: \(crash.witnesses)")
+        simulation.schedule(.heal, at: downBy + .seconds(1))
+        simulation.run(for: settings.detectionBound + .seconds(5))
+        #expect(simulation.checkSettled(after: .seconds(5)).isEmpty, "\(simulation.trace)")
+        #expect(simulation.report.removals == 0)
+    }
+
     /// Nodes started at once through node 0, as `troupe-bench cluster` starts its processes.
     @Test func nodesStartedTogetherThroughOneSeedConvergeWithinAFewLatencies() throws {
         var settings = Self.settings(nodes: 5, seed: 21)
@@ -167,6 +248,10 @@ struct ClusterSimulationTests {
             #expect(converged < settings.membership.probeInterval / 10 + .milliseconds(20))
             #expect(join.seenAliveAfter[0] != nil)
         }
+        // Every pair associated through the real handshake: 4 joins through node 0, then the
+        // other pairs once gossip named them (both may dial at once: 6 to 12).
+        #expect(simulation.report.handshakesCompleted >= 10)
+        #expect(simulation.report.handshakeFailures == 0)
         #expect(simulation.checkSettled(after: .seconds(1)).isEmpty)
     }
 

@@ -6,10 +6,13 @@
 import Testing
 
 /// Polls `condition` until it holds or `timeout` passes. On timeout records a test issue
-/// (with `message`) and returns false; never assumes that some fixed time was "enough".
+/// (with `message`) and returns false; never assumes that some fixed time was "enough". The
+/// default, 20 s, only guards against a hang, so it grows under ThreadSanitizer
+/// (``StressScale/hangGuard(_:)``): a CI run's TSan stage once held every test back about 30 s
+/// at its start, and a wait for one failed handler timed out (2026-12-01).
 @discardableResult
 public func waitUntil(
-    timeout: Duration = .seconds(20),
+    timeout: Duration = StressScale.hangGuard(.seconds(20)),
     _ message: @autoclosure () -> String = "condition",
     sourceLocation: SourceLocation = #_sourceLocation,
     condition: () -> Bool
@@ -32,7 +35,7 @@ public func waitUntil(
 /// ``waitUntil(timeout:_:sourceLocation:condition:)`` for plain threads (blocks the caller).
 @discardableResult
 public func waitUntilBlocking(
-    timeout: Duration = .seconds(20),
+    timeout: Duration = StressScale.hangGuard(.seconds(20)),
     _ message: @autoclosure () -> String = "condition",
     sourceLocation: SourceLocation = #_sourceLocation,
     condition: () -> Bool

@@ -266,6 +266,10 @@ struct ClusterSimulationBench: ParsableCommand {
         let started = Date()
         var falseDowns = 0
         var removals = 0
+        var handshakes = 0
+        var handshakeFailures = 0
+        var strangers = 0
+        var strangersRefused = 0
         var firstFailure: String?
         var failures = 0
         for offset in 0..<count {
@@ -283,6 +287,10 @@ struct ClusterSimulationBench: ParsableCommand {
             let violations = simulation.checkSettled(after: settle)
             falseDowns += simulation.report.falseDowns
             removals += simulation.report.removals
+            handshakes += simulation.report.handshakesCompleted
+            handshakeFailures += simulation.report.handshakeFailures
+            strangers += simulation.report.strangerConnections
+            strangersRefused += simulation.report.strangersRefused
             if !violations.isEmpty {
                 failures += 1
                 if firstFailure == nil {
@@ -292,6 +300,12 @@ struct ClusterSimulationBench: ParsableCommand {
         }
         print(
             "schedules | 5–8 | seeded fault schedules broken (of \(count); \(falseDowns) explained downs) | \(failures) | 0 (\(fixed(Date().timeIntervalSince(started), 1)) s)"
+        )
+        print(
+            "schedules | 5–8 | handshakes completed / ends failed; members removed by a proved \"you are down\" | \(handshakes) / \(handshakeFailures); \(removals) |"
+        )
+        print(
+            "schedules | 5–8 | strangers refused at the node they dialled / dialled (the rest lost or cut on the way) | \(strangersRefused) / \(strangers) | none admitted (a violation)"
         )
         if let firstFailure { print("\nFIRST FAILING SCHEDULE\n\(firstFailure)") }
         return failures > 0

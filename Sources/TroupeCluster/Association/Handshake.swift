@@ -14,12 +14,12 @@ import TroupeClusterMembership
 /// A refusal that tells the peer the cluster removed it carries ``downProof(down:initiator:responder:initiatorNonce:responderNonce:)``,
 /// an HMAC over the same fields with a label naming which side is down: a stranger cannot make
 /// a node leave, and a captured notice is useless on any other connection.
-struct Handshake: Sendable {
+package struct Handshake: Sendable {
     /// The secret's bytes, the HMAC key.
     private let secret: [UInt8]
-    let clusterName: String
+    package let clusterName: String
 
-    init(secret: String, clusterName: String) {
+    package init(secret: String, clusterName: String) {
         self.secret = Array(secret.utf8)
         self.clusterName = clusterName
     }

@@ -13,10 +13,12 @@ import TroupeClusterMembership
 /// Initiator: `awaitingChallenge` → (challenge proved) send proof → `established`.
 /// Responder: `awaitingHello` → send challenge → `awaitingProof` → (proof checked) → `established`.
 /// Any failure: → `closed`, for good.
-struct HandshakeStateMachine: Sendable {
-    enum Role: Sendable { case initiator, responder }
+///
+/// Package access: `TroupeClusterSimulator` runs this machine on every simulated connection.
+package struct HandshakeStateMachine: Sendable {
+    package enum Role: Sendable { case initiator, responder }
 
-    enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Initiator: hello sent with ``myNonce``.
         case awaitingChallenge
         /// Responder: nothing received yet.
@@ -29,7 +31,7 @@ struct HandshakeStateMachine: Sendable {
     }
 
     /// What the association does with one envelope.
-    enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Send this handshake envelope.
         case send(WireEnvelope)
         /// The peer proved the secret: send `then` if there is one (the initiator's proof), then
@@ -49,15 +51,15 @@ struct HandshakeStateMachine: Sendable {
         case ignore
     }
 
-    let role: Role
-    let myself: ClusterNode
+    package let role: Role
+    package let myself: ClusterNode
     /// This side's nonce for this connection: the hello's (initiator) or the challenge's
     /// (responder).
-    let myNonce: [UInt8]
+    package let myNonce: [UInt8]
     private let handshake: Handshake
-    private(set) var state: State
+    package private(set) var state: State
 
-    init(role: Role, myself: ClusterNode, handshake: Handshake, nonce: [UInt8]) {
+    package init(role: Role, myself: ClusterNode, handshake: Handshake, nonce: [UInt8]) {
         self.role = role
         self.myself = myself
         self.handshake = handshake
@@ -66,19 +68,19 @@ struct HandshakeStateMachine: Sendable {
     }
 
     /// The peer once established, else nil.
-    var peer: ClusterNode? {
+    package var peer: ClusterNode? {
         if case .established(let peer) = state { peer } else { nil }
     }
 
     /// What to send first: the initiator's hello; the responder waits.
-    func start() -> WireEnvelope? {
+    package func start() -> WireEnvelope? {
         guard role == .initiator, state == .awaitingChallenge else { return nil }
         return .hello(WireEnvelope.Hello(clusterName: handshake.clusterName, from: myself, nonce: myNonce))
     }
 
     /// The next envelope of the connection. `isDown` says whether this node holds a member down.
     ///
-    mutating func receive(_ envelope: WireEnvelope, isDown: (ClusterNode) -> Bool) -> Action {
+    package mutating func receive(_ envelope: WireEnvelope, isDown: (ClusterNode) -> Bool) -> Action {
         if case .established(let peer) = state {
             guard !envelope.isHandshake else {
                 state = .closed
@@ -106,7 +108,7 @@ struct HandshakeStateMachine: Sendable {
     }
 
     /// The connection closed or timed out: nothing more is accepted.
-    mutating func close() { state = .closed }
+    package mutating func close() { state = .closed }
 
     // MARK: Responder
 

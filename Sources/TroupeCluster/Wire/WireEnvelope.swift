@@ -9,7 +9,7 @@ import TroupeClusterMembership
 /// Decoding is total: any byte string either decodes to exactly one envelope or throws a
 /// ``WireError``; it never traps, and never reads past the frame (the fuzz tests hold it to
 /// that).
-enum WireEnvelope: Sendable, Equatable {
+package enum WireEnvelope: Sendable, Equatable {
     // The handshake (see `Handshake`): hello → challenge → proof, or refused.
     case hello(Hello)
     case challenge(Challenge)
@@ -38,29 +38,43 @@ enum WireEnvelope: Sendable, Equatable {
         case invocation = 10, reply, membership, receptionist, watch, unwatch, terminated, leaving
     }
 
-    struct Hello: Sendable, Equatable {
-        let clusterName: String
-        let from: ClusterNode
-        let nonce: [UInt8]
+    package struct Hello: Sendable, Equatable {
+        package let clusterName: String
+        package let from: ClusterNode
+        package let nonce: [UInt8]
+
+        package init(clusterName: String, from: ClusterNode, nonce: [UInt8]) {
+            self.clusterName = clusterName
+            self.from = from
+            self.nonce = nonce
+        }
     }
 
-    struct Challenge: Sendable, Equatable {
-        let from: ClusterNode
-        let nonce: [UInt8]
-        let proof: [UInt8]
+    package struct Challenge: Sendable, Equatable {
+        package let from: ClusterNode
+        package let nonce: [UInt8]
+        package let proof: [UInt8]
+
+        package init(from: ClusterNode, nonce: [UInt8], proof: [UInt8]) {
+            self.from = from
+            self.nonce = nonce
+            self.proof = proof
+        }
     }
 
-    struct Proof: Sendable, Equatable {
-        let proof: [UInt8]
+    package struct Proof: Sendable, Equatable {
+        package let proof: [UInt8]
+
+        package init(proof: [UInt8]) { self.proof = proof }
     }
 
-    struct Refusal: Sendable, Equatable {
+    package struct Refusal: Sendable, Equatable {
         /// Why, for the peer's log (a receiver treats it as untrusted text).
-        let reason: String
+        package let reason: String
         /// Present when the refusing node says that the cluster removed the peer.
-        let downNotice: DownNotice?
+        package let downNotice: DownNotice?
 
-        init(reason: String, downNotice: DownNotice? = nil) {
+        package init(reason: String, downNotice: DownNotice? = nil) {
             self.reason = reason
             self.downNotice = downNotice
         }
@@ -69,15 +83,21 @@ enum WireEnvelope: Sendable, Equatable {
     /// "The cluster removed you", proved: an HMAC over both of this connection's nonces and
     /// both identities (``Handshake/downProof(down:initiator:responder:initiatorNonce:responderNonce:)``),
     /// so only a node that knows the secret can say it, and only on the connection it answers.
-    struct DownNotice: Sendable, Equatable {
+    package struct DownNotice: Sendable, Equatable {
         /// The node that says it.
-        let from: ClusterNode
+        package let from: ClusterNode
         /// The responder's nonce (a responder refusing a hello has not sent one yet).
-        let responderNonce: [UInt8]
-        let proof: [UInt8]
+        package let responderNonce: [UInt8]
+        package let proof: [UInt8]
+
+        package init(from: ClusterNode, responderNonce: [UInt8], proof: [UInt8]) {
+            self.from = from
+            self.responderNonce = responderNonce
+            self.proof = proof
+        }
     }
 
-    struct Invocation: Sendable, Equatable {
+    package struct Invocation: Sendable, Equatable {
         let callID: UInt64
         /// The recipient's node uid: an id from an earlier run of the node is unknown here.
         let recipientUID: UInt64
@@ -87,7 +107,7 @@ enum WireEnvelope: Sendable, Equatable {
         let arguments: [ByteBuffer]
     }
 
-    struct Reply: Sendable, Equatable {
+    package struct Reply: Sendable, Equatable {
         let callID: UInt64
         let outcome: Outcome
 
@@ -109,7 +129,7 @@ enum WireEnvelope: Sendable, Equatable {
         let message: String
     }
 
-    struct ReceptionistUpdate: Sendable, Equatable {
+    package struct ReceptionistUpdate: Sendable, Equatable {
         enum Operation: UInt8 {
             /// The sender's complete set of registrations (sent once an association is up).
             case snapshot = 1
@@ -124,6 +144,6 @@ enum WireEnvelope: Sendable, Equatable {
         }
     }
 
-    static let nonceLength = 32
-    static let proofLength = 32
+    package static let nonceLength = 32
+    package static let proofLength = 32
 }

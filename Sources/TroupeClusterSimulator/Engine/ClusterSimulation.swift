@@ -1,30 +1,42 @@
+import TroupeCluster
 import TroupeClusterMembership
 
 /// A cluster of simulated nodes in one process, each running TroupeCluster's real membership
-/// state machine (`SWIMStateMachine`), over a simulated network, on virtual time. Every
+/// state machine (`SWIMStateMachine`) and, on every connection it makes or takes, its real
+/// handshake state machine (`HandshakeStateMachine`, with the HMAC proofs), over a simulated
+/// network, on virtual time. Every
 /// choice (latencies, losses, the nodes' probe orders, their clocks) is drawn from the
 /// settings' seed, so a run replays exactly from it; its ``trace`` tells the story of a
 /// failing one.
 ///
 /// The simulator plays the part TroupeCluster's `ClusterSystem` plays around the state
 /// machine: it ticks each node every tenth of a probe interval, delivers its messages, dials
-/// the members gossip names (a handshake's round trip later both ends join each other), tells a
-/// node when a connection drops and when a redial is refused (a killed process's address), and
-/// marks a member down when another run of a node answers at its address.
+/// the members gossip names and the seeds (each end joins the other when its handshake
+/// completes; a member whose address another run answers is marked down), tells a node when a
+/// connection drops and when a redial is refused (a killed process's address). A node declared
+/// down learns it as a TroupeCluster node does: the member that holds it down closes their
+/// connection and refuses the next with a proved "you are down", and then it stops.
 ///
 /// Not thread-safe: one simulation runs on one thread (run many in parallel, one each).
 public final class ClusterSimulation {
     public let settings: ClusterSimulationSettings
-    public private(set) var report: SimulationReport
-    public private(set) var trace: SimulationTrace
+    public internal(set) var report: SimulationReport
+    public internal(set) var trace: SimulationTrace
 
-    private var nodes: [SimulatedNode] = []
-    private var queue = EventQueue<Event>()
-    private var network: SimulatedNetwork
-    private var generator: SplitMix
-    private var nowNanoseconds: Int64 = 0
+    var nodes: [SimulatedNode] = []
+    var queue = EventQueue<Event>()
+    var network: SimulatedNetwork
+    var generator: SplitMix
+    var nowNanoseconds: Int64 = 0
     /// Which node index a uid was drawn for (old runs of a restarted node included).
-    private var indexByUID: [UInt64: Int] = [:]
+    var indexByUID: [UInt64: Int] = [:]
+    /// Connections whose handshake runs, by number; the dials in flight (by
+    /// ``SimulatedConnection/pair``).
+    var connections: [Int: SimulatedConnection] = [:]
+    var dialsInFlight: Set<UInt64> = []
+    var nextConnection = 0
+    /// Every node's: the cluster's secret and name.
+    let handshake = Handshake(secret: "the simulated cluster's secret", clusterName: "simulated")
     /// Crashes by the uid that crashed, to the index of their record in the report.
     private var crashByUID: [UInt64: Int] = [:]
     private var joinByUID: [UInt64: Int] = [:]
@@ -40,8 +52,11 @@ public final class ClusterSimulation {
     enum Event {
         case tick(node: Int, uid: UInt64)
         case deliver(node: Int, uid: UInt64, from: ClusterNode, message: SWIMMessage)
-        /// A handshake completed: `node` joins `peer`.
-        case associated(node: Int, uid: UInt64, peer: ClusterNode)
+        /// A handshake envelope of `connection` arrives at `node`, either end (a stranger's end
+        /// is ``SimulatedConnection/strangerIndex``).
+        case handshake(node: Int, uid: UInt64, connection: Int, envelope: WireEnvelope)
+        /// `connection`'s handshake time is up: if it has not completed, it closes.
+        case handshakeDeadline(connection: Int)
         /// A dial of `member`'s address was refused: nothing listens there.
         case refused(node: Int, uid: UInt64, member: ClusterNode)
         /// Another run of a node answered at `member`'s address.
@@ -140,7 +155,11 @@ public final class ClusterSimulation {
             carryOut(nodes[index].machine.tick(now: localTime(of: index)), by: index)
             dialSeeds(index)
             queue.push(.tick(node: index, uid: uid), at: nowNanoseconds + tickNanoseconds)
-        case .deliver(let index, let uid, _, _), .associated(let index, let uid, _), .refused(let index, let uid, _),
+        case .handshake(SimulatedConnection.strangerIndex, _, let connection, let envelope):
+            strangerReceives(envelope, on: connection)
+        case .handshakeDeadline(let connection):
+            if let timedOut = connections[connection] { closeConnection(timedOut, number: connection) }
+        case .deliver(let index, let uid, _, _), .handshake(let index, let uid, _, _), .refused(let index, let uid, _),
             .superseded(let index, let uid, _), .connectionLost(let index, let uid, _):
             guard nodes[index].node.uid == uid else { return }
             switch nodes[index].state {
@@ -167,23 +186,24 @@ public final class ClusterSimulation {
         switch event {
         case .deliver(_, _, let sender, let message):
             carryOut(nodes[index].machine.receive(message, from: sender, now: now), by: index)
-        case .associated(_, _, let peer):
-            carryOut(nodes[index].machine.join([peer], now: now), by: index)
+        case .handshake(_, _, let connection, let envelope):
+            handshakeReceived(envelope, on: connection, at: index)
         case .refused(_, _, let member):
             carryOut(nodes[index].machine.confirmUnreachable(member, now: now), by: index)
         case .superseded(_, _, let member):
             carryOut(nodes[index].machine.markDown(member, now: now), by: index)
         case .connectionLost(_, _, let member):
+            nodes[index].peers.remove(member.uid)
             // As TroupeCluster's membership actor: redial a member still alive here at once.
             if case .alive? = nodes[index].machine.status(of: member) {
                 send(.ping(sequence: 0, gossip: []), from: index, to: member)
             }
-        case .tick, .resume, .fault:
+        case .tick, .resume, .fault, .handshakeDeadline:
             break
         }
     }
 
-    private func carryOut(_ directives: [SWIMDirective], by index: Int) {
+    func carryOut(_ directives: [SWIMDirective], by index: Int) {
         for directive in directives {
             switch directive {
             case .send(let message, let member): send(message, from: index, to: member)
@@ -215,6 +235,13 @@ public final class ClusterSimulation {
         case .vanished:
             return
         case .up, .paused:
+            if nodes[target].machine.status(of: sender) == .down {
+                // The member closed their connection when it marked the sender down, and
+                // refuses a new one with a proved "you are down": this message dials, and the
+                // sender learns at the handshake. The message itself is not read.
+                connect(from: index, to: target, dialled: member)
+                return
+            }
             guard var at = network.arrival(from: index, to: target, now: nowNanoseconds, using: &generator) else {
                 return
             }
@@ -230,51 +257,26 @@ public final class ClusterSimulation {
         }
     }
 
-    /// A dial of `member`'s address, where node `target` has moved on to another run.
+    /// A dial of `member`'s address, where node `target` has moved on to another run: a
+    /// connection to the new run shows it at once (as TroupeCluster's association table does),
+    /// else a handshake with it does (or the dial is refused, or goes unanswered).
     private func answerForAddress(of target: Int, dialledBy index: Int, about member: ClusterNode) {
-        guard let rtt = network.roundTrip(between: index, and: target, using: &generator) else { return }
-        let dialler = nodes[index].node.uid
-        switch nodes[target].state {
-        case .up, .paused:
-            queue.push(.superseded(node: index, uid: dialler, member: member), at: nowNanoseconds + rtt)
-        case .killed, .removed:
-            queue.push(.refused(node: index, uid: dialler, member: member), at: nowNanoseconds + rtt)
-        case .vanished:
-            break
+        if nodes[target].isRunning && nodes[index].peers.contains(nodes[target].node.uid) {
+            queue.push(.superseded(node: index, uid: nodes[index].node.uid, member: member), at: nowNanoseconds)
+            return
         }
+        connect(from: index, to: target, dialled: member)
     }
 
-    /// Gossip named `member`: dial it; when the handshake completes (hello, challenge, proof:
-    /// about two round trips with the connection's) both ends join each other.
+    /// Gossip named `member`: dial it; each end joins the other when its handshake completes
+    /// (the connection's round trip, then hello, challenge, proof).
     private func dial(_ member: ClusterNode, from index: Int) {
         guard let target = indexByUID[member.uid] else { return }
         guard nodes[target].node.uid == member.uid else {
             answerForAddress(of: target, dialledBy: index, about: member)
             return
         }
-        guard nodes[target].isRunning else {
-            if nodes[target].isStopped,
-                let rtt = network.roundTrip(between: index, and: target, using: &generator)
-            {
-                queue.push(.refused(node: index, uid: nodes[index].node.uid, member: member), at: nowNanoseconds + rtt)
-            }
-            return
-        }
-        associate(index, target)
-    }
-
-    /// A handshake between two running nodes (lost when a link is cut or a message lost).
-    private func associate(_ a: Int, _ b: Int) {
-        guard let first = network.roundTrip(between: a, and: b, using: &generator),
-            let second = network.roundTrip(between: a, and: b, using: &generator),
-            network.loss == 0 || generator.nextUnit() >= network.loss
-        else { return }
-        let at = nowNanoseconds + first + second
-        let (nodeA, nodeB) = (nodes[a].node, nodes[b].node)
-        nodes[a].peers.insert(nodeB.uid)
-        nodes[b].peers.insert(nodeA.uid)
-        queue.push(.associated(node: a, uid: nodeA.uid, peer: nodeB), at: at)
-        queue.push(.associated(node: b, uid: nodeB.uid, peer: nodeA), at: at)
+        connect(from: index, to: target, dialled: member)
     }
 
     // MARK: Faults
@@ -316,6 +318,9 @@ public final class ClusterSimulation {
             accountUptime(until: nowNanoseconds)
             nodes.append(makeNode(index: nodes.count, host: Self.host(nodes.count)))
             joinThroughALiveNode(nodes.count - 1)
+        case .stranger(let index, let tactic):
+            guard nodes.indices.contains(index), nodes[index].isRunning else { return }
+            strangerDials(index, tactic)
         }
     }
 
@@ -323,22 +328,32 @@ public final class ClusterSimulation {
         if let last = partitions.indices.last, partitions[last].end == nil { partitions[last].end = nowNanoseconds }
     }
 
-    private func crash(_ index: Int, silently: Bool) {
+    func crash(_ index: Int, silently: Bool) {
         accountUptime(until: nowNanoseconds)
         let member = nodes[index].node
         nodes[index].state = silently ? .vanished : .killed
         nodes[index].held = []
         var record = SimulationReport.Crash(node: index, at: now, silent: silently)
-        // Those that know it: a run that never heard of it (an island yet to meet the crashed
-        // node's) has nothing to see.
+        // Those that know it and have it up: a run that never heard of it (an island yet to meet
+        // the crashed node's) has nothing to see, nor one that holds it down already (a node
+        // declared down during a partition runs on until it learns, and may crash first).
         record.witnesses = nodes.indices.filter {
-            nodes[$0].isRunning && $0 != index && nodes[$0].machine.status(of: member) != nil
+            guard nodes[$0].isRunning && $0 != index, let status = nodes[$0].machine.status(of: member) else {
+                return false
+            }
+            return status != .down
         }
         record.witnessUIDs = record.witnesses.map { nodes[$0].node.uid }
         crashByUID[member.uid] = report.crashes.count
         report.crashes.append(record)
         guard !silently else { return }
-        // Its connections close: each peer hears it within a one-way latency.
+        closeConnections(of: index)
+    }
+
+    /// Node `index`'s process is gone: each peer hears its connection close within a one-way
+    /// latency.
+    func closeConnections(of index: Int) {
+        let member = nodes[index].node
         for peer in nodes.indices where nodes[peer].isRunning && nodes[index].peers.contains(nodes[peer].node.uid) {
             let at = nowNanoseconds + network.latency.sample(using: &generator)
             queue.push(.connectionLost(node: peer, uid: nodes[peer].node.uid, member: member), at: at)
@@ -368,7 +383,7 @@ public final class ClusterSimulation {
         for seed in nodes[index].seeds where nodes[seed].isRunning {
             if case .alive? = nodes[index].machine.status(of: nodes[seed].node) { continue }
             if case .suspect? = nodes[index].machine.status(of: nodes[seed].node) { continue }
-            associate(index, seed)
+            connect(from: index, to: seed, dialled: nil)
         }
     }
 
@@ -397,12 +412,12 @@ public final class ClusterSimulation {
             if !explained(observer: observer, member: index) {
                 violate(.falseDown, "node \(observer) declared node \(index) (\(member)) down while it was up")
             }
-            accountUptime(until: nowNanoseconds)
-            nodes[index].state = .removed
-            nodes[index].held = []
-            report.removals += 1
-            if let delay = settings.restartRemovedAfter {
-                queue.push(.fault(.restart(node: index)), at: nowNanoseconds + delay.simulatedNanoseconds)
+            // TroupeCluster's `memberDown`: the observer closes their connection; the member
+            // hears it and redials, and the refusal tells it (`removedByNotice`).
+            if nodes[observer].peers.remove(member.uid) != nil, !network.isCut(from: observer, to: index) {
+                queue.push(
+                    .connectionLost(node: index, uid: member.uid, member: nodes[observer].node),
+                    at: nowNanoseconds + network.latency.sample(using: &generator))
             }
         }
     }
@@ -461,7 +476,7 @@ public final class ClusterSimulation {
         return nodes[index].slowUntil >= since || nodes[index].pauses.contains { $0.until >= since }
     }
 
-    private func violate(_ kind: SimulationReport.Violation.Kind, _ detail: String) {
+    func violate(_ kind: SimulationReport.Violation.Kind, _ detail: String) {
         trace.record(nowNanoseconds, "VIOLATION \(kind.rawValue): \(detail)")
         report.violations.append(SimulationReport.Violation(kind: kind, at: now, detail: detail))
     }
@@ -542,7 +557,7 @@ public final class ClusterSimulation {
 
     /// Node `index`'s clock now: its offset plus the virtual time at its rate (never negative:
     /// the state machine measures intervals only).
-    private func localTime(of index: Int) -> Duration {
+    func localTime(of index: Int) -> Duration {
         let node = nodes[index]
         let local =
             node.clockOffset + Int64(Double(nowNanoseconds) * node.clockRate)
@@ -550,14 +565,14 @@ public final class ClusterSimulation {
         return .nanoseconds(local)
     }
 
-    private func accountUptime(until end: Int64) {
+    func accountUptime(until end: Int64) {
         for index in nodes.indices where nodes[index].isRunning {
             report.nodeSeconds += Double(end - nodes[index].accountedUntil) / 1e9
             nodes[index].accountedUntil = end
         }
     }
 
-    private func nodeName(_ member: ClusterNode) -> String {
+    func nodeName(_ member: ClusterNode) -> String {
         guard let index = indexByUID[member.uid] else { return "\(member)" }
         return nodes[index].node.uid == member.uid ? "node \(index)" : "node \(index)'s earlier run"
     }

@@ -27,6 +27,9 @@ public struct ClusterSimulationSettings: Sendable {
     /// is started again this much later with a fresh uid, as a process supervisor would; nil
     /// leaves it stopped.
     public var restartRemovedAfter: Duration? = .seconds(2)
+    /// A handshake not complete by then is closed, as TroupeCluster's
+    /// `ClusterConnectionLimits.handshakeTimeout` does (its default, 5 s).
+    public var handshakeTimeout: Duration = .seconds(5)
     /// Lines of trace kept (the last ones).
     public var traceCapacity = 200
     /// Checked as the run goes (false downs) and by ``ClusterSimulation/checkSettled(after:)``:
@@ -91,6 +94,9 @@ extension ClusterSimulationSettings {
         }
         if let detectionLimit, detectionLimit <= .zero {
             refuse("detectionLimit is a length of time above zero (or nil for detectionBound), not \(detectionLimit)")
+        }
+        if handshakeTimeout <= .zero {
+            refuse("handshakeTimeout is a length of time above zero, not \(handshakeTimeout)")
         }
         if traceCapacity < 0 { refuse("traceCapacity is a count of trace lines, 0 or more, not \(traceCapacity)") }
         if membership.probeInterval <= .zero {

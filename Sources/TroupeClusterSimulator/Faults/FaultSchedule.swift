@@ -2,7 +2,7 @@ import TroupeClusterMembership
 
 /// Random fault schedules, each drawn from a seed (the same seed, the same schedule), for
 /// exploring interleavings: kills, vanishings, restarts, pauses short and long, partitions
-/// symmetric and one-way, bursts of loss and joins, over a window of virtual time, every
+/// symmetric and one-way, bursts of loss, joins and strangers, over a window of virtual time, every
 /// fault healed by the window's end so that the views must converge afterwards.
 public enum FaultSchedule {
     /// `count` faults for a cluster of `nodes`, within `window`. A partition is followed by its
@@ -24,7 +24,7 @@ public enum FaultSchedule {
         for _ in 0..<count {
             let at = instant()
             let node = Int(generator.next() % UInt64(started))
-            switch generator.next() % 8 {
+            switch generator.next() % 9 {
             case 0 where down.count < maximumDown && !down.contains(node):
                 faults.append((at, .kill(node: node)))
                 down.append(node)
@@ -51,6 +51,9 @@ public enum FaultSchedule {
             case 6:
                 faults.append((at, .loss(0.05 + generator.nextUnit() * 0.25)))
                 faults.append((instant(after: at), .loss(0)))
+            case 7:
+                let tactics = StrangerTactic.allCases
+                faults.append((at, .stranger(dials: node, tactics[Int(generator.next() % UInt64(tactics.count))])))
             default:
                 faults.append((at, .join))
                 started += 1

@@ -26,6 +26,10 @@ public enum SimulatedFault: Sendable, Hashable, CustomStringConvertible {
     case loss(Double)
     /// A new node joins through a live node.
     case join
+    /// A process that does not know the cluster secret dials `node` with the cluster's name
+    /// and tries `tactic`. Nothing it sends may change any member's view: the handshake refuses
+    /// it, and a run in which it gets through or removes a member breaks a property.
+    case stranger(dials: Int, StrangerTactic)
 
     public var description: String {
         switch self {
@@ -38,6 +42,32 @@ public enum SimulatedFault: Sendable, Hashable, CustomStringConvertible {
         case .heal: "heal the partition"
         case .loss(let loss): "loss \(loss * 100) %"
         case .join: "a node joins"
+        case .stranger(let node, let tactic): "a stranger dials node \(node): \(tactic)"
+        }
+    }
+}
+
+/// What a stranger (``SimulatedFault/stranger(dials:_:)``) tries: it has the cluster's name,
+/// and can claim any member's identity, but not the secret.
+public enum StrangerTactic: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// It runs the real handshake with a secret of its own: it cannot check the node's
+    /// challenge, and refuses it.
+    case wrongSecret
+    /// It claims a member's identity and answers the challenge with a proof it made up.
+    case forgedProof
+    /// It claims a member's identity and answers the challenge with "you are down", under a
+    /// made-up proof (the frame that removed a node for good before issue 28).
+    case forgedDownNotice
+    /// It claims a member's identity and, right after its hello, sends membership gossip
+    /// saying that the dialled node is down, before any proof.
+    case gossipBeforeProof
+
+    public var description: String {
+        switch self {
+        case .wrongSecret: "the handshake with a wrong secret"
+        case .forgedProof: "a made-up proof, as another member"
+        case .forgedDownNotice: "an unproved \"you are down\", as another member"
+        case .gossipBeforeProof: "gossip before the proof, as another member"
         }
     }
 }

@@ -41,6 +41,24 @@ struct SimulatedNetwork {
         return at
     }
 
+    /// When a segment of a TCP connection sent now from `from` arrives at `to`; nil only when
+    /// the link is cut. A lost segment is not dropped: it comes after a retransmission, first
+    /// after Linux's minimum retransmission timeout (200 ms), each further loss doubling it. For
+    /// the handshake's envelopes, whose connection would otherwise wait out its whole deadline.
+    mutating func reliableArrival(from: Int, to: Int, now: Int64, using generator: inout SplitMix) -> Int64? {
+        guard !isCut(from: from, to: to) else { return nil }
+        var sent = now
+        var timeout: Int64 = 200_000_000
+        while loss > 0 && generator.nextUnit() < loss && timeout < 60_000_000_000 {
+            sent += timeout
+            timeout *= 2
+        }
+        let link = UInt64(from) << 32 | UInt64(to)
+        let at = max(sent + latency.sample(using: &generator), lastArrival[link] ?? 0)
+        lastArrival[link] = at
+        return at
+    }
+
     /// A round trip's worth of time on the link (for handshakes and refused dials), or nil
     /// when either direction is cut.
     func roundTrip(between a: Int, and b: Int, using generator: inout SplitMix) -> Int64? {

@@ -53,6 +53,9 @@ public struct SimulationReport: Sendable {
             case undetectedCrash
             /// After the last fault and the settling time, two live nodes disagree.
             case notConverged
+            /// A peer that does not know the cluster secret completed a handshake, or its
+            /// connection removed a member.
+            case strangerAdmitted
         }
 
         public let kind: Kind
@@ -75,9 +78,22 @@ public struct SimulationReport: Sendable {
     /// Members declared down while up; those not explained are also violations.
     public internal(set) var falseDowns = 0
     public internal(set) var violations: [Violation] = []
-    /// Running members declared down (false downs, explained or not), which then stopped as a
-    /// removed TroupeCluster node does.
+    /// Running members that a handshake's proved "you are down" told that the cluster removed
+    /// them (after a false down, explained or not), which then stopped as a removed
+    /// TroupeCluster node does.
     public internal(set) var removals = 0
+    /// Handshakes (TroupeCluster's state machine at both ends) completed at the responder,
+    /// and the ends that failed one: refused it or were refused (a proved "you are down"
+    /// included), as `ClusterSystem` counts them.
+    public internal(set) var handshakesCompleted = 0
+    public internal(set) var handshakeFailures = 0
+    /// Envelopes a handshake had no place for (before the proof, or an unproved "you are
+    /// down"): each closed its connection, as `ClusterSystem` counts them.
+    public internal(set) var protocolViolations = 0
+    /// Strangers' connections, and those of them the dialled node refused or closed on a
+    /// violation (the rest were lost or cut on the way).
+    public internal(set) var strangerConnections = 0
+    public internal(set) var strangersRefused = 0
     /// Membership messages and their bytes on the wire (TroupeCluster's frames), sent by all
     /// nodes, and the node-seconds the nodes were up (the denominator of the rates).
     public internal(set) var messagesSent = 0
