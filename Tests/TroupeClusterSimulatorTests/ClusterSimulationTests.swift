@@ -140,6 +140,8 @@ struct ClusterSimulationTests {
             let nodes = 5 + Int(seed % 4)
             var settings = Self.settings(nodes: nodes, seed: seed, loss: 0.01)
             settings.traceCapacity = only == nil ? 60 : 100_000
+            settings.registrationsPerNode = 3
+            settings.registrationChurn = .seconds(2)
             let simulation = ClusterSimulation(settings)
             let window = Duration.seconds(40)
             simulation.schedule(
@@ -231,6 +233,37 @@ struct ClusterSimulationTests {
         simulation.run(for: settings.detectionBound + .seconds(5))
         #expect(simulation.checkSettled(after: .seconds(5)).isEmpty, "\(simulation.trace)")
         #expect(simulation.report.removals == 0)
+    }
+
+    /// The receptionist (TroupeCluster's registry on every node): check-ins and check-outs reach
+    /// every member, a crashed member's listings go once it is down, and its next run's come in
+    /// the snapshot of each new association.
+    @Test func listingsReachEveryMemberAndGoWithAMemberThatGoesDown() {
+        var settings = Self.settings(nodes: 8, seed: 23, loss: 0.01)
+        settings.registrationsPerNode = 2
+        settings.registrationChurn = .milliseconds(700)
+        let simulation = ClusterSimulation(settings)
+        simulation.run(for: .seconds(20))
+        #expect(simulation.checkSettled(after: .seconds(20)).isEmpty, "\(simulation.trace)")
+        #expect(simulation.report.receptionistUpdates > 8 * 7 * 20)
+        simulation.schedule(.kill(node: 3), at: .seconds(20))
+        simulation.schedule(.restart(node: 3), at: .seconds(40))
+        simulation.run(until: .seconds(70))
+        #expect(simulation.report.violations.isEmpty, "\(simulation.trace)")
+        #expect(simulation.checkSettled(after: .seconds(25)).isEmpty, "\(simulation.trace)")
+    }
+
+    /// The listing check can fail: a member cut off on its outgoing links churns its actors,
+    /// and the others, which still have it alive, list what it had.
+    @Test func aListingCutOffFromItsMemberIsReportedStale() {
+        var settings = Self.settings(nodes: 6, seed: 29)
+        settings.registrationsPerNode = 2
+        settings.registrationChurn = .milliseconds(100)
+        let simulation = ClusterSimulation(settings)
+        simulation.schedule(.partition(group: [4], oneWay: true), at: .seconds(10))
+        simulation.run(until: .seconds(10.5))
+        let violations = simulation.checkSettled(after: .zero)
+        #expect(violations.contains { $0.kind == .staleListing }, "\(violations)")
     }
 
     /// Nodes started at once through node 0, as `troupe-bench cluster` starts its processes.

@@ -270,6 +270,7 @@ struct ClusterSimulationBench: ParsableCommand {
         var handshakeFailures = 0
         var strangers = 0
         var strangersRefused = 0
+        var listingUpdates = 0
         var firstFailure: String?
         var failures = 0
         for offset in 0..<count {
@@ -278,6 +279,8 @@ struct ClusterSimulationBench: ParsableCommand {
             var settings = ClusterSimulationSettings(nodes: size, seed: scheduleSeed, membership: membership)
             settings.loss = 0.01
             settings.traceCapacity = 80
+            settings.registrationsPerNode = 3
+            settings.registrationChurn = .seconds(2)
             let simulation = ClusterSimulation(settings)
             let window = Duration.seconds(40)
             simulation.schedule(
@@ -291,6 +294,7 @@ struct ClusterSimulationBench: ParsableCommand {
             handshakeFailures += simulation.report.handshakeFailures
             strangers += simulation.report.strangerConnections
             strangersRefused += simulation.report.strangersRefused
+            listingUpdates += simulation.report.receptionistUpdates
             if !violations.isEmpty {
                 failures += 1
                 if firstFailure == nil {
@@ -306,6 +310,9 @@ struct ClusterSimulationBench: ParsableCommand {
         )
         print(
             "schedules | 5–8 | strangers refused at the node they dialled / dialled (the rest lost or cut on the way) | \(strangersRefused) / \(strangers) | none admitted (a violation)"
+        )
+        print(
+            "schedules | 5–8 | receptionist updates sent (3 actors per node, one out and one in every 2 s; every listing checked after the faults) | \(listingUpdates) |"
         )
         if let firstFailure { print("\nFIRST FAILING SCHEDULE\n\(firstFailure)") }
         return failures > 0

@@ -17,12 +17,11 @@ public struct ClusterReceptionist: Sendable {
     /// goes when the actor deinitialises, on ``checkOut(_:from:)``, or when this node leaves.
     public func checkIn<Act>(_ actor: Act, with key: ReceptionKey<Act>) throws(ReceptionistError) {
         guard actor.id.node == system.node else { throw .notLocal(actor.id) }
-        let entry = WireEnvelope.ReceptionistUpdate.Entry(key: key.wireKey, actorNumber: actor.id.number)
         system.receptionistTable.withLock { table in
-            guard table.local[key.wireKey, default: []].insert(actor.id.number).inserted else { return }
+            guard let update = table.registry.checkIn(actor.id.number, key: key.wireKey) else { return }
             table.notify(key.wireKey, node: system.node)
             // Sent under the lock: see `sendReceptionistSnapshot(to:)`.
-            system.broadcast(.receptionist(.init(operation: .checkIn, entries: [entry])))
+            system.broadcast(.receptionist(update))
         }
         system.deliverListings()
     }
@@ -31,11 +30,10 @@ public struct ClusterReceptionist: Sendable {
     public func checkOut<Act>(_ actor: Act, from key: ReceptionKey<Act>) {
         guard actor.id.node == system.node else { return }
         system.receptionistTable.withLock { table in
-            guard table.local[key.wireKey]?.remove(actor.id.number) != nil else { return }
+            guard let update = table.registry.checkOut(actor.id.number, key: key.wireKey) else { return }
             table.notify(key.wireKey, node: system.node)
             // Sent under the lock: see `sendReceptionistSnapshot(to:)`.
-            let entry = WireEnvelope.ReceptionistUpdate.Entry(key: key.wireKey, actorNumber: actor.id.number)
-            system.broadcast(.receptionist(.init(operation: .checkOut, entries: [entry])))
+            system.broadcast(.receptionist(update))
         }
         system.deliverListings()
     }
@@ -83,10 +81,9 @@ struct ReceptionistSubscriber: Sendable {
     let finish: @Sendable () -> Void
 }
 
-/// The receptionist's state: this node's check-ins, each other node's, and the subscribers.
+/// The receptionist's state: the registrations (``ReceptionistRegistry``) and the subscribers.
 struct ReceptionistTable {
-    var local: [String: Set<UInt64>] = [:]
-    var remote: [ClusterNode: [String: Set<UInt64>]] = [:]
+    var registry = ReceptionistRegistry()
     var subscribers: [String: [UInt64: ReceptionistSubscriber]] = [:]
     var nextSubscriber: UInt64 = 0
     var finished = false
@@ -100,13 +97,7 @@ struct ReceptionistTable {
     /// subscriber sees the listings in the order of the changes.
     var delivering = false
 
-    func ids(for key: String, node: ClusterNode) -> [ClusterActorID] {
-        var ids = (local[key] ?? []).sorted().map { ClusterActorID(node: node, number: $0) }
-        for (member, keys) in remote.sorted(by: { $0.key.orderingKey < $1.key.orderingKey }) {
-            ids += (keys[key] ?? []).sorted().map { ClusterActorID(node: member, number: $0) }
-        }
-        return ids
-    }
+    func ids(for key: String, node: ClusterNode) -> [ClusterActorID] { registry.ids(for: key, node: node) }
 
     /// Queues `key`'s listing now for its subscribers (handed out by ``ClusterSystem/deliverListings()``).
     mutating func notify(_ key: String, node: ClusterNode) {
@@ -135,40 +126,20 @@ extension ClusterSystem {
     /// lost the check-in for good (seen: a region made as two nodes associated never appeared
     /// in the other node's listing).
     func sendReceptionistSnapshot(to association: Association) {
-        receptionistTable.withLock { table in
-            let entries = table.local.flatMap { key, numbers in
-                numbers.map { WireEnvelope.ReceptionistUpdate.Entry(key: key, actorNumber: $0) }
-            }
-            association.send(.receptionist(.init(operation: .snapshot, entries: entries)))
-        }
+        receptionistTable.withLock { table in association.send(.receptionist(table.registry.snapshot())) }
     }
 
     func applyReceptionistUpdate(_ update: WireEnvelope.ReceptionistUpdate, from peer: ClusterNode) {
         guard !isDown(peer) else { return }
         receptionistTable.withLock { table in
-            var touched = Set(update.entries.map(\.key))
-            switch update.operation {
-            case .snapshot:
-                if let previous = table.remote[peer] { touched.formUnion(previous.keys) }
-                var keys: [String: Set<UInt64>] = [:]
-                for entry in update.entries { keys[entry.key, default: []].insert(entry.actorNumber) }
-                table.remote[peer] = keys
-            case .checkIn:
-                for entry in update.entries {
-                    table.remote[peer, default: [:]][entry.key, default: []].insert(entry.actorNumber)
-                }
-            case .checkOut:
-                for entry in update.entries { table.remote[peer]?[entry.key]?.remove(entry.actorNumber) }
-            }
-            for key in touched { table.notify(key, node: node) }
+            for key in table.registry.apply(update, from: peer) { table.notify(key, node: node) }
         }
         deliverListings()
     }
 
     func removeReceptionistEntries(of member: ClusterNode) {
         receptionistTable.withLock { table in
-            guard let keys = table.remote.removeValue(forKey: member) else { return }
-            for key in keys.keys { table.notify(key, node: node) }
+            for key in table.registry.removeEntries(of: member) { table.notify(key, node: node) }
         }
         deliverListings()
     }
@@ -176,15 +147,10 @@ extension ClusterSystem {
     /// A local actor deinitialised: its check-ins go.
     func checkOutEverywhere(_ number: UInt64) {
         receptionistTable.withLock { table in
-            let keys = table.local.filter { $0.value.contains(number) }.map(\.key)
-            guard !keys.isEmpty else { return }
-            for key in keys {
-                table.local[key]?.remove(number)
-                table.notify(key, node: node)
-            }
+            guard let (update, keys) = table.registry.checkOutEverywhere(number) else { return }
+            for key in keys { table.notify(key, node: node) }
             // Sent under the lock: see `sendReceptionistSnapshot(to:)`.
-            let entries = keys.map { WireEnvelope.ReceptionistUpdate.Entry(key: $0, actorNumber: number) }
-            broadcast(.receptionist(.init(operation: .checkOut, entries: entries)))
+            broadcast(.receptionist(update))
         }
         deliverListings()
     }

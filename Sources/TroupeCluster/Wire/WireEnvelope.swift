@@ -130,17 +130,27 @@ package enum WireEnvelope: Sendable, Equatable {
     }
 
     package struct ReceptionistUpdate: Sendable, Equatable {
-        enum Operation: UInt8 {
+        package enum Operation: UInt8, Sendable {
             /// The sender's complete set of registrations (sent once an association is up).
             case snapshot = 1
             case checkIn, checkOut
         }
-        let operation: Operation
-        let entries: [Entry]
+        package let operation: Operation
+        package let entries: [Entry]
 
-        struct Entry: Sendable, Hashable {
-            let key: String
-            let actorNumber: UInt64
+        package init(operation: Operation, entries: [Entry]) {
+            self.operation = operation
+            self.entries = entries
+        }
+
+        package struct Entry: Sendable, Hashable {
+            package let key: String
+            package let actorNumber: UInt64
+
+            package init(key: String, actorNumber: UInt64) {
+                self.key = key
+                self.actorNumber = actorNumber
+            }
         }
     }
 

@@ -152,6 +152,8 @@ extension ClusterSimulation {
             }
         }
         carryOut(nodes[index].machine.join([peer], now: now), by: index)
+        // `ClusterSystem.associationEstablished`: this end's receptionist snapshot.
+        if let other = indexByUID[peer.uid], nodes[other].node.uid == peer.uid { sendSnapshot(from: index, to: other) }
     }
 
     /// An end refused the handshake or was refused: counted, and the connection closed.

@@ -35,6 +35,8 @@ public final class ClusterSimulation {
     var connections: [Int: SimulatedConnection] = [:]
     var dialsInFlight: Set<UInt64> = []
     var nextConnection = 0
+    /// When the latest receptionist update on each directed pair arrives.
+    var listingInFlightUntil: [UInt64: Int64] = [:]
     /// Every node's: the cluster's secret and name.
     let handshake = Handshake(secret: "the simulated cluster's secret", clusterName: "simulated")
     /// Crashes by the uid that crashed, to the index of their record in the report.
@@ -57,6 +59,10 @@ public final class ClusterSimulation {
         case handshake(node: Int, uid: UInt64, connection: Int, envelope: WireEnvelope)
         /// `connection`'s handshake time is up: if it has not completed, it closes.
         case handshakeDeadline(connection: Int)
+        /// A receptionist update from `from` arrives at `node`, over their association.
+        case receptionist(node: Int, uid: UInt64, from: ClusterNode, update: WireEnvelope.ReceptionistUpdate)
+        /// Node `node`'s run checks an actor out and another in.
+        case registrationChurn(node: Int, uid: UInt64)
         /// A dial of `member`'s address was refused: nothing listens there.
         case refused(node: Int, uid: UInt64, member: ClusterNode)
         /// Another run of a node answered at `member`'s address.
@@ -85,7 +91,9 @@ public final class ClusterSimulation {
             .simulatedNanoseconds
         for index in 0..<settings.nodes { nodes.append(makeNode(index: index, host: Self.host(index))) }
         let formed = nodes.map(\.node)
+        if settings.formed { assumeAssociated() }
         for index in nodes.indices {
+            startRegistrations(index)
             if settings.formed {
                 nodes[index].machine.assumeFormed(formed, now: localTime(of: index))
                 nodes[index].seeds = seedAddresses(for: index)
@@ -159,8 +167,13 @@ public final class ClusterSimulation {
             strangerReceives(envelope, on: connection)
         case .handshakeDeadline(let connection):
             if let timedOut = connections[connection] { closeConnection(timedOut, number: connection) }
+        case .registrationChurn(let index, let uid):
+            guard nodes[index].node.uid == uid, nodes[index].isRunning else { return }
+            if case .up = nodes[index].state { churnRegistrations(index) }
+            scheduleChurn(index)
         case .deliver(let index, let uid, _, _), .handshake(let index, let uid, _, _), .refused(let index, let uid, _),
-            .superseded(let index, let uid, _), .connectionLost(let index, let uid, _):
+            .superseded(let index, let uid, _), .connectionLost(let index, let uid, _),
+            .receptionist(let index, let uid, _, _):
             guard nodes[index].node.uid == uid else { return }
             switch nodes[index].state {
             case .up: deliver(event, to: index)
@@ -188,6 +201,8 @@ public final class ClusterSimulation {
             carryOut(nodes[index].machine.receive(message, from: sender, now: now), by: index)
         case .handshake(_, _, let connection, let envelope):
             handshakeReceived(envelope, on: connection, at: index)
+        case .receptionist(_, _, let sender, let update):
+            receptionistReceived(update, from: sender, at: index)
         case .refused(_, _, let member):
             carryOut(nodes[index].machine.confirmUnreachable(member, now: now), by: index)
         case .superseded(_, _, let member):
@@ -198,7 +213,7 @@ public final class ClusterSimulation {
             if case .alive? = nodes[index].machine.status(of: member) {
                 send(.ping(sequence: 0, gossip: []), from: index, to: member)
             }
-        case .tick, .resume, .fault, .handshakeDeadline:
+        case .tick, .resume, .fault, .handshakeDeadline, .registrationChurn:
             break
         }
     }
@@ -219,7 +234,7 @@ public final class ClusterSimulation {
     private func send(_ message: SWIMMessage, from index: Int, to member: ClusterNode) {
         report.messagesSent += 1
         report.bytesSent += message.wireFrameSize
-        nodes[index].peers.insert(member.uid)
+        let newPeer = nodes[index].peers.insert(member.uid).inserted
         guard let target = indexByUID[member.uid] else { return }  // a made-up member: the dial fails
         let sender = nodes[index].node
         guard nodes[target].node.uid == member.uid else {
@@ -242,6 +257,10 @@ public final class ClusterSimulation {
                 connect(from: index, to: target, dialled: member)
                 return
             }
+            // The first message between the two stands for their association (whether or not
+            // this message gets through): each sends its receptionist snapshot, as on a handshake.
+            if newPeer { sendSnapshot(from: index, to: target) }
+            if nodes[target].peers.insert(sender.uid).inserted { sendSnapshot(from: target, to: index) }
             guard var at = network.arrival(from: index, to: target, now: nowNanoseconds, using: &generator) else {
                 return
             }
@@ -252,7 +271,6 @@ public final class ClusterSimulation {
             } else if nodes[target].backlogUntil > at {
                 at = nodes[target].backlogUntil
             }
-            nodes[target].peers.insert(sender.uid)
             queue.push(.deliver(node: target, uid: member.uid, from: sender, message: message), at: at)
         }
     }
@@ -294,6 +312,7 @@ public final class ClusterSimulation {
             guard nodes.indices.contains(index), !nodes[index].isRunning else { return }
             accountUptime(until: nowNanoseconds)
             nodes[index] = makeNode(index: index, host: nodes[index].node.host)
+            startRegistrations(index)
             joinThroughALiveNode(index)
         case .pause(let index, let duration):
             guard nodes.indices.contains(index), case .up = nodes[index].state else { return }
@@ -317,6 +336,7 @@ public final class ClusterSimulation {
         case .join:
             accountUptime(until: nowNanoseconds)
             nodes.append(makeNode(index: nodes.count, host: Self.host(nodes.count)))
+            startRegistrations(nodes.count - 1)
             joinThroughALiveNode(nodes.count - 1)
         case .stranger(let index, let tactic):
             guard nodes.indices.contains(index), nodes[index].isRunning else { return }
@@ -392,6 +412,8 @@ public final class ClusterSimulation {
     private func observe(_ event: ClusterMembershipEvent, by observer: Int) {
         let member = event.member
         trace.record(nowNanoseconds, "node \(observer) sees \(nodeName(member)) \(event.status)")
+        // TroupeCluster's `memberDown`: the member's listings go.
+        if event.status == .down { _ = nodes[observer].receptionist.removeEntries(of: member) }
         if let crash = crashByUID[member.uid] {
             recordDetection(event.status, ofCrash: crash, by: observer)
             return
@@ -522,6 +544,7 @@ public final class ClusterSimulation {
                     )
                 }
             }
+            checkListings()
         }
         return Array(report.violations[before...])
     }

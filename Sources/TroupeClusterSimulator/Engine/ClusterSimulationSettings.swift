@@ -27,6 +27,13 @@ public struct ClusterSimulationSettings: Sendable {
     /// is started again this much later with a fresh uid, as a process supervisor would; nil
     /// leaves it stopped.
     public var restartRemovedAfter: Duration? = .seconds(2)
+    /// The receptionist's workload (TroupeCluster's `ReceptionistRegistry` on every node): each
+    /// run of a node checks in this many actors as it starts, under three keys drawn from the
+    /// seed; with `registrationChurn`, each node checks one out and another in about that often
+    /// (uniformly 0.5–1.5 ×). ``ClusterSimulation/checkSettled(after:)`` then also checks that
+    /// every node lists exactly what each member it has alive checked in. 0 and nil: none.
+    public var registrationsPerNode = 0
+    public var registrationChurn: Duration?
     /// A handshake not complete by then is closed, as TroupeCluster's
     /// `ClusterConnectionLimits.handshakeTimeout` does (its default, 5 s).
     public var handshakeTimeout: Duration = .seconds(5)
@@ -94,6 +101,12 @@ extension ClusterSimulationSettings {
         }
         if let detectionLimit, detectionLimit <= .zero {
             refuse("detectionLimit is a length of time above zero (or nil for detectionBound), not \(detectionLimit)")
+        }
+        if registrationsPerNode < 0 {
+            refuse("registrationsPerNode is a count of actors, 0 or more, not \(registrationsPerNode)")
+        }
+        if let registrationChurn, registrationChurn <= .zero {
+            refuse("registrationChurn is a length of time above zero (or nil for none), not \(registrationChurn)")
         }
         if handshakeTimeout <= .zero {
             refuse("handshakeTimeout is a length of time above zero, not \(handshakeTimeout)")

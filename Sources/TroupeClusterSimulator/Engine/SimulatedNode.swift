@@ -1,3 +1,4 @@
+import TroupeCluster
 import TroupeClusterMembership
 
 /// One simulated node: its current run's identity and membership state machine, its clock, and
@@ -39,6 +40,10 @@ struct SimulatedNode {
     var lastSeedDial: Int64?
     /// Up to when its up-time has been counted in the report.
     var accountedUntil: Int64
+    /// This run's receptionist (TroupeCluster's own state), and the number its next actor
+    /// checks in with.
+    var receptionist = ReceptionistRegistry()
+    var nextActorNumber: UInt64 = 1
 
     init(node: ClusterNode, machine: SWIMStateMachine, clockRate: Double, clockOffset: Int64, startedAt: Int64) {
         self.node = node

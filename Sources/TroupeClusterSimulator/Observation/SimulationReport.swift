@@ -56,6 +56,9 @@ public struct SimulationReport: Sendable {
             /// A peer that does not know the cluster secret completed a handshake, or its
             /// connection removed a member.
             case strangerAdmitted
+            /// After the settling time, a node's listing of a member it has alive is not what
+            /// the member checked in, or it lists a member it holds down.
+            case staleListing
         }
 
         public let kind: Kind
@@ -92,6 +95,8 @@ public struct SimulationReport: Sendable {
     public internal(set) var protocolViolations = 0
     /// Strangers' connections, and those of them the dialled node refused or closed on a
     /// violation (the rest were lost or cut on the way).
+    /// Receptionist updates sent (snapshots on association, check-ins and check-outs).
+    public internal(set) var receptionistUpdates = 0
     public internal(set) var strangerConnections = 0
     public internal(set) var strangersRefused = 0
     /// Membership messages and their bytes on the wire (TroupeCluster's frames), sent by all
