@@ -339,6 +339,28 @@ struct ClusterSimulationTests {
         }
         let nodesText = String(decoding: nodes?.standardErrorContent ?? [], as: UTF8.self)
         #expect(nodesText.contains("nodes is a count of nodes, 0 or more, not -1"), "\(nodesText)")
+        let churn = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            var settings = ClusterSimulationSettings(nodes: 3, seed: 1)
+            settings.registrationChurn = .zero
+            _ = ClusterSimulation(settings)
+        }
+        let churnText = String(decoding: churn?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(
+            churnText.contains("registrationChurn is a length of time above zero (or nil for none)"), "\(churnText)")
+        let registrations = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            var settings = ClusterSimulationSettings(nodes: 3, seed: 1)
+            settings.registrationsPerNode = -2
+            _ = ClusterSimulation(settings)
+        }
+        let registrationsText = String(decoding: registrations?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(registrationsText.contains("registrationsPerNode is a count of actors, 0 or more, not -2"))
+        let handshake = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            var settings = ClusterSimulationSettings(nodes: 3, seed: 1)
+            settings.handshakeTimeout = .zero
+            _ = ClusterSimulation(settings)
+        }
+        let handshakeText = String(decoding: handshake?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(handshakeText.contains("handshakeTimeout is a length of time above zero"), "\(handshakeText)")
     }
 
     @Test func theEdgesOfTheRangesAreAccepted() {
