@@ -80,6 +80,8 @@ _Static_assert(offsetof(struct CTroupe_mailbox, tail) - offsetof(struct CTroupe_
                "head and tail 64 bytes apart: always on different cache lines");
 _Static_assert(offsetof(struct CTroupe_mailbox, scheduled) < 64, "scheduling state on the consumer side");
 _Static_assert(sizeof(struct CTroupe_mailbox) == 80, "a mailbox is 80 bytes");
+_Static_assert(offsetof(struct CTroupe_mailbox, popped) == CTroupe_mailbox_popped_offset,
+               "CTroupe_mailbox_popped_offset");
 _Static_assert(_Alignof(struct CTroupe_mailbox) <= 16, "a mailbox fits any 16-byte-aligned storage");
 
 _Static_assert(sizeof(struct CTroupe_mailbox) <= CTroupe_mailbox_storage_size, "mailbox storage too small");

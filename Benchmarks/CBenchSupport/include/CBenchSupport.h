@@ -24,7 +24,8 @@ uint64_t CBenchSupport_allocation_count(void);
 /// User + system CPU time consumed by the whole process (all threads), in seconds.
 double CBenchSupport_process_cpu_seconds(void);
 
-/// Bytes in allocated heap chunks across all malloc arenas (mallinfo2().uordblks).
+/// Bytes in allocated heap chunks across all malloc arenas, and in the blocks malloc maps on
+/// their own (mallinfo2().uordblks + hblkhd).
 /// Chunks served directly by mmap (large blocks) are not included.
 size_t CBenchSupport_heap_in_use(void);
 

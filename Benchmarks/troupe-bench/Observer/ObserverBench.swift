@@ -85,9 +85,10 @@ struct ObserverBench: ParsableCommand {
         print(
             "system.snapshot(topActors: 50), \(topActors) actors, 100 ms apart (as a page's updates come) | best of 10 | \(fixed(walk * 1_000, 1)) ms"
         )
-        let floor = strideReadTime(count: topActors, stride: 256)
+        // An idle actor's cell is a 240-byte malloc chunk (`MemoryPerIdleActor`).
+        let floor = strideReadTime(count: topActors, stride: 240)
         print(
-            "memory floor: one word per 256 bytes over \(topActors) × 256 bytes (what the walk reads at least) | best of 10 | \(fixed(floor * 1_000, 1)) ms"
+            "memory floor: one word per 240 bytes over \(topActors) × 240 bytes (what the walk reads at least) | best of 10 | \(fixed(floor * 1_000, 1)) ms"
         )
         withExtendedLifetime(refs) {}
         _ = try? blocking(on: nil) {

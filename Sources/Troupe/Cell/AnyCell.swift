@@ -18,7 +18,7 @@ typealias MailboxStorage = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt
 /// lane's initialiser. `mailboxAddress` is written once, by the initialiser, before the cell is
 /// shared; `instanceAddress` by the initialiser and then only by the right's holder. `extras`, `flags` and the subclass's instance are
 /// touched only by the right's holder (see ``CellExtras`` for the one exception);
-/// `liveNext`/`livePrevious` only under the system's `liveActors` lock. The mailbox's
+/// `liveIndex` only under the system's `liveActors` lock. The mailbox's
 /// scheduling right (CTroupe_mailbox_push / finish_turn) is what hands the cell from one
 /// worker to the next with a happens-before edge.
 @usableFromInline
@@ -62,8 +62,8 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// Copied from `config` so the per-message paths need not touch it.
     let mailboxMode: MailboxMode
     // The one-byte and four-byte fields stay together, after `lifecycle` and `flagBits`, so that
-    // padding takes 4 bytes of the cell instead of 12: a cell of an instance that fits inline is
-    // 248 bytes, a 256-byte malloc chunk (`MemoryPerIdleActor`); 8 more would take 272.
+    // no padding is left: a cell of an instance that fits inline is 232 bytes, a 240-byte malloc
+    // chunk (`MemoryPerIdleActor`); 8 more would take 256.
     /// Whether the cell's current run-queue or next-slot entry carries a retain. Written by
     /// the holder of the scheduling right just before it places the cell (``makeEntry()``,
     /// `Worker.runCell`'s requeue), read by whoever takes the entry, and with it the right
@@ -81,6 +81,10 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// snapshots.
     let failureTotal = Atomic<UInt32>(0)
     let restartTotal = Atomic<UInt32>(0)
+    /// Where the cell sits in the system's ``LiveActors`` (-1: not a member); protected by the
+    /// system's `liveActors` lock. Four bytes, beside the counters above, so that it takes
+    /// what was padding: the cell stays in its malloc size class.
+    @exclusivity(unchecked) var liveIndex: Int32 = -1
     /// Where `ActorCell`'s instance lives (inside the cell or in its box; 0 once released). Written by the
     /// initialiser and by the holder of the scheduling right; an atomic for the same reason as
     /// `flagBits`.
@@ -89,10 +93,6 @@ class AnyCell: @unchecked Sendable {  // see the thread-safety contract above
     /// The address of the cell's retained ``CellHistograms`` (0: none yet); see
     /// `AnyCell+Introspection.swift`.
     let histogramsAddress = Atomic<UInt>(0)
-    /// Links of the system's ``LiveActors`` list, unretained (the list holds one retain per
-    /// member); protected by the system's `liveActors` lock.
-    @exclusivity(unchecked) var liveNext: Unmanaged<AnyCell>?
-    @exclusivity(unchecked) var livePrevious: Unmanaged<AnyCell>?
 
     init(system: borrowing ActorSystem, config: borrowing CellConfig?, parentID: UInt64) {
         self.system = copy system

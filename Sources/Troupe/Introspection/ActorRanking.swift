@@ -1,5 +1,6 @@
 /// The order in which ``ActorSystem/snapshot(topActors:by:matching:)`` picks actors. Among
-/// actors with equal counts, the most recently spawned comes first.
+/// actors with equal counts, the most recently spawned (the last to join the system's live
+/// actors) comes first.
 public enum ActorRanking: String, Sendable, Hashable, CaseIterable {
     /// Most messages taken from the mailbox first.
     case messagesProcessed

@@ -88,11 +88,7 @@ import TroupeTestSupport
         try await withTestSystem { system in
             // More than one stretch of 4,096 under the lock, so the walk gives the list up and
             // goes on from a member that may stop meanwhile.
-            let kept = (0..<10_000).map { _ in system.spawn(Counter()) }
-            for (index, ref) in kept.enumerated() where index % 100 == 0 {
-                for _ in 0..<(index / 100) { ref.tell(.add(1)) }
-            }
-            for ref in kept { _ = try await ref.ask { .get($0) } }
+            let kept = try await spawnCountersBusiestEveryHundredth(10_000, in: system)
             let stopping = Atomic<Bool>(true)
             let churn = Task.detached {
                 while stopping.load(ordering: .relaxed) {
