@@ -20,16 +20,15 @@ extension ClusterSimulation {
         for index in nodes.indices { nodes[index].peers = Set(uids.filter { $0 != nodes[index].node.uid }) }
     }
 
-    /// Node `index`'s run starts: it checks in its actors (a formed cluster's nodes have each
-    /// other's listings already), and its churn begins.
-    func startRegistrations(_ index: Int) {
+    /// Node `index`'s run starts: it checks in its actors, and its churn begins. In a cluster
+    /// formed before the run (`inFormedCluster`), the other nodes have its listings already.
+    func startRegistrations(_ index: Int, inFormedCluster: Bool) {
         guard simulatesReceptionist else { return }
-        let formedAtStart = settings.formed && nowNanoseconds == 0
         for _ in 0..<settings.registrationsPerNode {
             // A run's peers hear of its check-ins in the snapshot of their association.
             _ = checkInAnother(index)
         }
-        if formedAtStart {
+        if inFormedCluster {
             let snapshot = nodes[index].receptionist.snapshot()
             for other in nodes.indices where other != index {
                 _ = nodes[other].receptionist.apply(snapshot, from: nodes[index].node)

@@ -35,10 +35,7 @@ struct SimulatedNetwork {
     mutating func arrival(from: Int, to: Int, now: Int64, using generator: inout SplitMix) -> Int64? {
         guard !isCut(from: from, to: to) else { return nil }
         if loss > 0 && generator.nextUnit() < loss { return nil }
-        let link = UInt64(from) << 32 | UInt64(to)
-        let at = max(now + latency.sample(using: &generator), lastArrival[link] ?? 0)
-        lastArrival[link] = at
-        return at
+        return inOrder(from: from, to: to, sentAt: now, using: &generator)
     }
 
     /// When a segment of a TCP connection sent now from `from` arrives at `to`; nil only when
@@ -53,6 +50,12 @@ struct SimulatedNetwork {
             sent += timeout
             timeout *= 2
         }
+        return inOrder(from: from, to: to, sentAt: sent, using: &generator)
+    }
+
+    /// When what `from` sent at `sent` reaches `to`: a latency drawn, and no sooner than the
+    /// link's last arrival, since a link keeps its order (TCP).
+    private mutating func inOrder(from: Int, to: Int, sentAt sent: Int64, using generator: inout SplitMix) -> Int64 {
         let link = UInt64(from) << 32 | UInt64(to)
         let at = max(sent + latency.sample(using: &generator), lastArrival[link] ?? 0)
         lastArrival[link] = at
