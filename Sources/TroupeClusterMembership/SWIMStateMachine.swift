@@ -112,6 +112,8 @@ public struct SWIMStateMachine: Sendable {
         /// check gossip, whose targets others chose).
         let measuresLocalHealth: Bool
         var indirect = false
+        /// When the ping requests went out (nil: none did, no helper was reachable).
+        var indirectSentAt: Duration?
     }
 
     struct Relay {
@@ -180,6 +182,7 @@ public struct SWIMStateMachine: Sendable {
             if !probe.indirect && now >= probe.indirectAt {
                 probes[sequence]?.indirect = true
                 let helpers = pickReachable(settings.indirectProbes, except: probe.target)
+                if !helpers.isEmpty { probes[sequence]?.indirectSentAt = now }
                 for helper in helpers {
                     out.append(
                         .send(
@@ -294,6 +297,10 @@ public struct SWIMStateMachine: Sendable {
                 probes[sequence] = nil
                 if target != sender {
                     out += proofOfLife(target, now: now)
+                    // Answered through a helper only: the target is reachable, not directly.
+                    if let requested = probe.indirectSentAt {
+                        out.append(.measuredIndirectly(roundTrip: now - requested, to: target, via: sender))
+                    }
                 } else {
                     // Answered directly: the time from the ping to its ack is the link's round trip.
                     out.append(.measured(roundTrip: now - probe.sentAt, to: target))
@@ -706,6 +713,11 @@ public enum SWIMDirective: Hashable, Sendable {
     /// A ping to `member` was acked directly after `roundTrip` (the link's round trip, as the
     /// caller's clock measured it: for the caller's statistics only).
     case measured(roundTrip: Duration, to: ClusterNode)
+    /// A probe of `member` was answered only through `helper`, `roundTrip` after the indirect
+    /// requests went out (this node to the helper, the helper to `member`, and back): `member`
+    /// is reachable, but its direct link lost the ping or its ack. For the caller's statistics
+    /// only.
+    case measuredIndirectly(roundTrip: Duration, to: ClusterNode, via: ClusterNode)
 }
 
 /// SWIM's timing and fan-out, and the bounds that keep a misbehaving peer's gossip cheap.

@@ -22,6 +22,7 @@ import Testing
         var events: [ClusterNode: [ClusterMembershipEvent]] = [:]
         var eventTimes: [(at: Duration, observer: ClusterNode, event: ClusterMembershipEvent)] = []
         var roundTrips: [(by: ClusterNode, to: ClusterNode, roundTrip: Duration)] = []
+        var indirectRoundTrips: [(by: ClusterNode, to: ClusterNode, via: ClusterNode, roundTrip: Duration)] = []
         let settings: ClusterMembershipSettings
 
         init(settings: ClusterMembershipSettings = ClusterMembershipSettings()) { self.settings = settings }
@@ -57,6 +58,8 @@ import Testing
                     if nodes[discovered] != nil { dials.append((now + .milliseconds(1), member, discovered)) }
                 case .measured(let roundTrip, let to):
                     roundTrips.append((member, to, roundTrip))
+                case .measuredIndirectly(let roundTrip, let to, let helper):
+                    indirectRoundTrips.append((member, to, helper, roundTrip))
                 }
             }
         }
@@ -140,13 +143,23 @@ import Testing
         }
         // A ping and its ack each wait for the next 10 ms step of the simulation: 20 ms.
         #expect(network.roundTrips.allSatisfy { $0.roundTrip == .milliseconds(20) })
-        // An indirect ack (through a relay) says nothing about the direct link.
+        #expect(network.indirectRoundTrips.isEmpty, "no link lost anything")
+        // An indirect ack (through a relay) says nothing about the direct link: it is measured
+        // apart, with the helper that relayed it.
         var cut = fourNodes()
         await cut.run(for: .seconds(2))
         cut.cut(Self.a, Self.b)
         cut.roundTrips.removeAll()
         await cut.run(for: .seconds(3))
         #expect(!cut.roundTrips.contains { ($0.by, $0.to) == (Self.a, Self.b) || ($0.by, $0.to) == (Self.b, Self.a) })
+        for (observer, member) in [(Self.a, Self.b), (Self.b, Self.a)] {
+            let through = cut.indirectRoundTrips.filter { ($0.by, $0.to) == (observer, member) }
+            #expect(!through.isEmpty, "\(observer) reached \(member) through no helper")
+            // The request, the helper's ping, its ack and the relayed ack: four 10 ms steps.
+            #expect(through.allSatisfy { $0.roundTrip == .milliseconds(40) }, "\(through.map(\.roundTrip))")
+            #expect(through.allSatisfy { [Self.c, Self.d].contains($0.via) }, "\(through.map(\.via))")
+        }
+        #expect(cut.indirectRoundTrips.allSatisfy { [[Self.a, Self.b], [Self.b, Self.a]].contains([$0.by, $0.to]) })
     }
 
     @Test func aCrashedNodeIsSuspectedThenUnreachableThenDownEverywhere() async {

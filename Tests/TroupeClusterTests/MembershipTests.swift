@@ -1,6 +1,7 @@
 import NIOCore
 import Testing
 import Troupe
+import TroupeClusterMembership
 import TroupeTestSupport
 
 @testable import TroupeCluster
@@ -230,11 +231,26 @@ final class ClosedRecorder: ClusterConnectionHandler {
             let milliseconds = Double(row(node, for: peer)?["round_trip_ms"] ?? "")
             #expect(milliseconds.map { $0 >= 0 && $0 < 10_000 } == true, "\(String(describing: milliseconds))")
         }
+        // A probe that only a helper answered shows apart, until a direct ack measures the
+        // link again. (The cluster's own probes may measure it meanwhile: recorded until seen.)
+        let peer = nodes[1].cluster.node
+        let helper = ClusterNode(host: "10.0.0.9", port: 7337, uid: 9)
+        await waitUntil("an indirect round trip shown") {
+            nodes[0].cluster.recordIndirectRoundTrip(.microseconds(3_250), to: peer, via: helper)
+            let shown = row(nodes[0], for: nodes[1])
+            return shown?["indirect_round_trip_ms"] == "3.25" && shown?["indirect_via"] == "10.0.0.9:7337"
+        }
+        nodes[0].cluster.recordRoundTrip(.milliseconds(1), to: peer)
+        #expect(row(nodes[0], for: nodes[1])?["indirect_round_trip_ms"] == "")
+        #expect(row(nodes[0], for: nodes[1])?["indirect_via"] == "")
+        nodes[0].cluster.recordIndirectRoundTrip(.microseconds(3_250), to: peer, via: helper)
         // A member that leaves is down: no round trip is kept for it.
         await nodes[1].shutdown()
         await waitUntil(timeout: .seconds(60), "the leaver down") { row(nodes[0], for: nodes[1])?["status"] == "down" }
         #expect(row(nodes[0], for: nodes[1])?["round_trip_ms"] == "")
         #expect(nodes[0].cluster.memberTable.withLock { $0.roundTrips[nodes[1].cluster.node] } == nil)
+        #expect(row(nodes[0], for: nodes[1])?["indirect_round_trip_ms"] == "")
+        #expect(nodes[0].cluster.memberTable.withLock { $0.indirectRoundTrips[nodes[1].cluster.node] } == nil)
         await shutdownAll([nodes[0]])
     }
 }

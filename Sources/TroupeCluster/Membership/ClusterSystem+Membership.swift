@@ -13,6 +13,10 @@ struct MemberTable {
     var leaving: Set<ClusterNode> = []
     /// The smoothed round trip of each link this node's probes measured (SWIM's direct acks).
     var roundTrips: [ClusterNode: Duration] = [:]
+    /// Members whose latest probe was answered only through a helper (SWIM's indirect acks):
+    /// that probe's round trip and the helper. A member leaves this table when a probe of it
+    /// is answered directly again, or when it is down.
+    var indirectRoundTrips: [ClusterNode: IndirectRoundTrip] = [:]
     /// Down members, oldest first: like SWIM's tombstones, at most `maximumTombstones` are
     /// kept (every restart of a node is a new member: a long-lived cluster would otherwise
     /// keep every one it ever saw).
@@ -24,8 +28,9 @@ struct MemberTable {
         let wasDown = statuses[event.member] == .down
         statuses[event.member] = event.status
         guard case .down = event.status, !wasDown else { return }
-        // A down member is never probed again: its round trip goes with it.
+        // A down member is never probed again: its round trips go with it.
         roundTrips[event.member] = nil
+        indirectRoundTrips[event.member] = nil
         downOrder.append(event.member)
         while downOrder.count > max(0, tombstoneLimit) {
             let forgotten = downOrder.removeFirst()
@@ -33,6 +38,13 @@ struct MemberTable {
             leaving.remove(forgotten)
         }
     }
+}
+
+/// A probe answered only through another member: the round trip from the indirect requests
+/// to the relayed ack, and the member that relayed it.
+struct IndirectRoundTrip: Equatable {
+    var roundTrip: Duration
+    var via: ClusterNode
 }
 
 extension ClusterSystem {

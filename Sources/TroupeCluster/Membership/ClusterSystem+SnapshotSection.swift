@@ -5,12 +5,15 @@ extension ClusterSystem {
     /// What the node adds to its actor system's snapshots (and so to TroupeObserver's page and
     /// TroupeMetrics' gauges): the members it knows by SWIM status, and its current
     /// associations; and a table of the members with each link's smoothed round trip (SWIM's
-    /// direct acks) and the calls sent and received over its current association. Nil once the
-    /// node has shut down, which drops the provider.
+    /// direct acks), the round trip through a helper for a member whose latest probe only a
+    /// helper answered (and the helper), and the calls sent and received over its current
+    /// association. Nil once the node has shut down, which drops the provider.
     var snapshotSection: SnapshotSection? {
         guard !isShutDown.load(ordering: .acquiring) else { return nil }
         var counts = (alive: 0, suspect: 0, unreachable: 0, down: 0)
-        let (statuses, roundTrips) = memberTable.withLock { ($0.statuses, $0.roundTrips) }
+        let (statuses, roundTrips, indirect) = memberTable.withLock {
+            ($0.statuses, $0.roundTrips, $0.indirectRoundTrips)
+        }
         for status in statuses.values {
             switch status {
             case .alive: counts.alive += 1
@@ -24,13 +27,17 @@ extension ClusterSystem {
         for (member, status) in statuses where member != node {
             let association = current[NodeAddress(member)].flatMap { $0.peer == member ? $0 : nil }
             let roundTrip: String
+            var throughHelper: IndirectRoundTrip?
             if case .down = status {
                 roundTrip = ""
             } else {
                 roundTrip = roundTrips[member].map { Self.milliseconds($0) } ?? ""
+                throughHelper = indirect[member]
             }
             rows.append([
                 "\(member.host):\(member.port)", "\(member.uid)", Self.name(of: status), roundTrip,
+                throughHelper.map { Self.milliseconds($0.roundTrip) } ?? "",
+                throughHelper.map { "\($0.via.host):\($0.via.port)" } ?? "",
                 association.map { "\($0.callsSent.load(ordering: .relaxed))" } ?? "",
                 association.map { "\($0.callsReceived.load(ordering: .relaxed))" } ?? "",
             ])
@@ -46,7 +53,10 @@ extension ClusterSystem {
             tables: [
                 .init(
                     "members",
-                    columns: ["member", "uid", "status", "round_trip_ms", "calls_out_total", "calls_in_total"],
+                    columns: [
+                        "member", "uid", "status", "round_trip_ms", "indirect_round_trip_ms", "indirect_via",
+                        "calls_out_total", "calls_in_total",
+                    ],
                     rows: rows)
             ])
     }

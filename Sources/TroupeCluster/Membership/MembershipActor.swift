@@ -154,6 +154,8 @@ extension ClusterSystem {
                 dialDiscovered(member)
             case .measured(let roundTrip, let member):
                 recordRoundTrip(roundTrip, to: member)
+            case .measuredIndirectly(let roundTrip, let member, let helper):
+                recordIndirectRoundTrip(roundTrip, to: member, via: helper)
             }
         }
     }
@@ -164,6 +166,17 @@ extension ClusterSystem {
         memberTable.withLock { table in
             guard let status = table.statuses[member], status != .down else { return }
             table.roundTrips[member] = table.roundTrips[member].map { $0 * 7 / 8 + roundTrip / 8 } ?? roundTrip
+            // Answered directly: the member is no longer reached only through a helper.
+            table.indirectRoundTrips[member] = nil
+        }
+    }
+
+    /// Keeps the latest probe of `member` that only `helper`'s relay answered (not smoothed:
+    /// each goes through whichever helpers the probe picked).
+    func recordIndirectRoundTrip(_ roundTrip: Duration, to member: ClusterNode, via helper: ClusterNode) {
+        memberTable.withLock { table in
+            guard let status = table.statuses[member], status != .down else { return }
+            table.indirectRoundTrips[member] = IndirectRoundTrip(roundTrip: roundTrip, via: helper)
         }
     }
 }

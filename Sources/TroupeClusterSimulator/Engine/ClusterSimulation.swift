@@ -93,7 +93,7 @@ public final class ClusterSimulation {
         let formed = nodes.map(\.node)
         if settings.formed { assumeAssociated() }
         for index in nodes.indices {
-            startRegistrations(index)
+            startRegistrations(index, inFormedCluster: settings.formed)
             if settings.formed {
                 nodes[index].machine.assumeFormed(formed, now: localTime(of: index))
                 nodes[index].seeds = seedAddresses(for: index)
@@ -224,7 +224,7 @@ public final class ClusterSimulation {
             case .send(let message, let member): send(message, from: index, to: member)
             case .event(let event): observe(event, by: index)
             case .discovered(let member): dial(member, from: index)
-            case .measured: break
+            case .measured, .measuredIndirectly: break
             }
         }
     }
@@ -312,7 +312,7 @@ public final class ClusterSimulation {
             guard nodes.indices.contains(index), !nodes[index].isRunning else { return }
             accountUptime(until: nowNanoseconds)
             nodes[index] = makeNode(index: index, host: nodes[index].node.host)
-            startRegistrations(index)
+            startRegistrations(index, inFormedCluster: false)
             joinThroughALiveNode(index)
         case .pause(let index, let duration):
             guard nodes.indices.contains(index), case .up = nodes[index].state else { return }
@@ -336,7 +336,7 @@ public final class ClusterSimulation {
         case .join:
             accountUptime(until: nowNanoseconds)
             nodes.append(makeNode(index: nodes.count, host: Self.host(nodes.count)))
-            startRegistrations(nodes.count - 1)
+            startRegistrations(nodes.count - 1, inFormedCluster: false)
             joinThroughALiveNode(nodes.count - 1)
         case .stranger(let index, let tactic):
             guard nodes.indices.contains(index), nodes[index].isRunning else { return }
