@@ -70,7 +70,7 @@ public final class TroupeSerialExecutor: SerialExecutor {
 
     /// Traps unless the calling thread runs one of this executor's jobs.
     public func checkIsolated() {
-        precondition(
+        requireValidUse(
             lane.isRunningJobOnCurrentThread,
             "not isolated to \(self): this code must run in one of the executor's jobs (on the actor that uses it)")
     }

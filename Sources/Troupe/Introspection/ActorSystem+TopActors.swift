@@ -20,7 +20,7 @@ extension ActorSystem {
     )
         -> SystemSnapshot
     {
-        precondition(limit >= 0, "snapshot(topActors:): limit \(limit) is negative; pass 0 or more")
+        requireValidUse(limit >= 0, "snapshot(topActors:): limit \(limit) is negative; pass 0 or more")
         let workers = workerReads()
         if limit == 0 && search.isEmpty {
             // Only the system's part: no walk over the actors.

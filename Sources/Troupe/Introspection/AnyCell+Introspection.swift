@@ -59,11 +59,11 @@ extension AnyCell {
         let delivery = MessageDelivery(actor: address, messageType: messageType, isAsk: isAsk)
         var ran = false
         propagation.withContext(annotation.context, delivery: delivery) {
-            precondition(!ran, "MessageContextPropagation.withContext called its handler twice")
+            requireValidUse(!ran, "MessageContextPropagation.withContext called its handler twice")
             ran = true
             body(annotation.sentAt)
         }
-        precondition(ran, "MessageContextPropagation.withContext returned without calling its handler")
+        requireValidUse(ran, "MessageContextPropagation.withContext returned without calling its handler")
     }
 
     /// The cell's histograms, made now if needed. The holder of the scheduling right.

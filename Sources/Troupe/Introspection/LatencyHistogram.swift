@@ -53,7 +53,7 @@ public struct LatencyHistogram: Sendable, Hashable {
 
     /// The smallest value bucket `index` holds, in nanoseconds.
     public static func lowerBound(ofBucket index: Int) -> UInt64 {
-        precondition(
+        requireValidUse(
             index >= 0 && index < bucketCount,
             "LatencyHistogram.lowerBound(ofBucket:): \(index) is not in 0..<\(bucketCount)")
         return CTroupe_histogram_bucket_lower_bound(UInt32(index))

@@ -73,7 +73,7 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
 
     /// Called once by the system's initialiser.
     func attach(_ system: ActorSystem) {
-        precondition(!isAttached, "a ManualDriver drives one ActorSystem; make a new ManualDriver for each system")
+        requireValidUse(!isAttached, "a ManualDriver drives one ActorSystem; make a new ManualDriver for each system")
         attachedSystem = system
         isAttached = true
     }
@@ -145,7 +145,7 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
         collect()
         let entry: Unmanaged<AnyCell>? = state.withLock { state in
             guard !state.pending.isEmpty else { return nil }
-            precondition(
+            requireValidUse(
                 index >= 0 && index < state.pending.count,
                 "ManualDriver.run(at: \(index)): only \(state.pending.count) actors are runnable")
             return state.pending.remove(at: index)
@@ -240,7 +240,7 @@ public final class ManualDriver: @unchecked Sendable {  // the system is set onc
     /// fired. A negative duration is a misuse (trap): virtual time only moves forward.
     @discardableResult
     public func advance(by duration: Duration) -> Int {
-        precondition(duration >= .zero, "ManualDriver.advance(by: \(duration)): virtual time only moves forward")
+        requireValidUse(duration >= .zero, "ManualDriver.advance(by: \(duration)): virtual time only moves forward")
         let timer = system.timer
         return timer.advanceVirtualTime(to: MonotonicDeadline.after(duration.nanoseconds, from: timer.now))
     }

@@ -35,7 +35,7 @@ extension ActorSystem {
     /// On one of Troupe's worker threads `body` just runs: a worker already runs next what it
     /// makes runnable, without a wake-up.
     public func runningTurnsHere<Result>(maximumTurns: Int = 16, _ body: () throws -> Result) rethrows -> Result {
-        precondition(maximumTurns >= 0, "runningTurnsHere(maximumTurns:) needs 0 or more turns, got \(maximumTurns)")
+        requireValidUse(maximumTurns >= 0, "runningTurnsHere(maximumTurns:) needs 0 or more turns, got \(maximumTurns)")
         if CTroupe_current_worker() != nil || CTroupe_current_inline_turns() != nil { return try body() }
         return try InlineTurns.current.run(scheduler: scheduler, maximumTurns: maximumTurns, body)
     }

@@ -137,7 +137,7 @@ struct LiveActors {
         // `releaseRemoved` (`ActorSystem.unregister`).
         let member = Unmanaged.passRetained(cell)
         if end == slots.capacity {
-            precondition(end < Int(Int32.max), "more than \(Int32.max) live actors in one system")
+            requireValidUse(end < Int(Int32.max), "more than \(Int32.max) live actors in one system")
             slots.grow()
         }
         cell.liveIndex = Int32(truncatingIfNeeded: end)

@@ -141,7 +141,7 @@ final class DeadlineTimer: @unchecked Sendable {  // `thread` is written once in
     /// then sets the clock to `target`. Entries that firing schedules are fired too when due.
     /// Returns how many fired. One caller at a time (the driver's thread).
     func advanceVirtualTime(to target: Int64) -> Int {
-        precondition(isVirtual, "advanceVirtualTime on a timer of the real clock")
+        requireValidUse(isVirtual, "advanceVirtualTime on a timer of the real clock")
         var fired = 0
         while true {
             let next: TimerEntry? = heap.withLock { heap in
