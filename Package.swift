@@ -247,7 +247,7 @@ let package = Package(
         ),
         // Virtual actors: entities addressed by identity, activated on first message, passivated.
         .target(
-            name: "TroupeVirtualActors", dependencies: ["Troupe", "TroupeLocks"], path: "Sources/TroupeVirtualActors",
+            name: "TroupeVirtualActors", dependencies: ["Troupe", "TroupeLocks", "TroupePersistence"], path: "Sources/TroupeVirtualActors",
             exclude: ["Models"]  // the gate's spin model (scripts/model-check.sh)
         ),
         .testTarget(
@@ -262,6 +262,7 @@ let package = Package(
             name: "TroupeClusterEntities",
             dependencies: [
                 "Troupe", "TroupeLocks", "TroupeCluster", "TroupeClusterMembership", "TroupeVirtualActors",
+                "TroupePersistence",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -15,7 +15,7 @@ internal import TroupeLocks
 /// duplicate. Claims and appends serialize through advisory locks on stripes of the identities.
 /// Tables are prefixed `troupe_` and created or migrated at connect, under an advisory lock so
 /// that nodes starting together do not race.
-public final class PostgresStore: PersistenceStore, EventsByTagQuery {
+public final class PostgresStore: PersistenceStore, EventsByTagQuery, ReminderStore {
     /// What a commit waits for (PostgreSQL's `synchronous_commit`, set on this store's
     /// connections only).
     public enum SynchronousCommit: String, Sendable, CaseIterable {
@@ -29,8 +29,8 @@ public final class PostgresStore: PersistenceStore, EventsByTagQuery {
         case off
     }
 
-    /// The schema version this build creates and reads (2: events carry tags).
-    public static let schemaVersion = 2
+    /// The schema version this build creates and reads (2: events carry tags; 3: reminders).
+    public static let schemaVersion = 3
 
     let client: PostgresClient
     private let runner: Task<Void, Never>
@@ -149,6 +149,11 @@ public final class PostgresStore: PersistenceStore, EventsByTagQuery {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
             }
+            if version < 3 {
+                for statement in Self.schemaVersion3 {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
         }
     }
 
@@ -236,6 +241,18 @@ public final class PostgresStore: PersistenceStore, EventsByTagQuery {
         // Projections' offsets (PostgresStore+Projections), written in the projection's transaction.
         "CREATE TABLE troupe_projection_offsets (name TEXT PRIMARY KEY, tx_id xid8 NOT NULL, position BIGINT NOT NULL)",
         "UPDATE troupe_schema SET version = 2",
+    ]
+
+    /// Reminders (PostgresStore+Reminders): one row per entity and name; due ones are read by
+    /// kind in due order.
+    static let schemaVersion3 = [
+        """
+        CREATE TABLE troupe_reminders (
+            kind TEXT NOT NULL, entity_key TEXT NOT NULL, name TEXT NOT NULL, due_at BIGINT NOT NULL,
+            period_ms BIGINT NOT NULL, PRIMARY KEY (kind, entity_key, name))
+        """,
+        "CREATE INDEX troupe_reminders_by_due ON troupe_reminders (kind, due_at)",
+        "UPDATE troupe_schema SET version = 3",
     ]
 
     // MARK: Writing

@@ -20,7 +20,7 @@ import TroupePersistence
 ///
 /// One process writes a file at a time: the store refuses a stale writer through the
 /// writer epochs, but SQLite is not a shared database (use PostgreSQL for that).
-public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
+public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery, ReminderStore {
     /// What a commit waits for, and so what a power failure (or an operating system crash)
     /// can take. A crash of the process alone (`kill -9`) loses no committed batch in any mode
     /// but ``Synchronous/off``.
@@ -38,15 +38,15 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
     }
 
     /// The schema version this build creates and reads (2: events carry tags; 3: the writer's
-    /// checks refuse without a statement journal).
-    public static let schemaVersion = 3
+    /// checks refuse without a statement journal; 4: reminders).
+    public static let schemaVersion = 4
 
     public let path: String
     public let synchronous: Synchronous
     /// Touched only by jobs of `writerThread`, one at a time.
     private let writer: UnsafeSQLiteConnection
     private let writerThread: NIOThreadPool
-    private let reader: SQLiteConnection
+    let reader: SQLiteConnection
     /// The reader's thread also runs recovery reads on this connection: touched only by its jobs.
     private let recoveryReader: UnsafeSQLiteConnection
     private let readerThread: NIOThreadPool
@@ -270,6 +270,21 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
                     BEGIN SELECT RAISE(FAIL, 'troupe: sequence gap'); END
                     """,
                     "UPDATE troupe_schema SET version = 3",
+                ] {
+                    _ = try await connection.query(statement)
+                }
+            }
+            if version < 4 {
+                // Reminders (SQLiteStore+Reminders): one row per entity and name; due ones are
+                // read by kind in due order.
+                for statement in [
+                    """
+                    CREATE TABLE troupe_reminders (
+                        kind TEXT NOT NULL, entity_key TEXT NOT NULL, name TEXT NOT NULL, due_at INTEGER NOT NULL,
+                        period_ms INTEGER NOT NULL, PRIMARY KEY (kind, entity_key, name)) WITHOUT ROWID
+                    """,
+                    "CREATE INDEX troupe_reminders_by_due ON troupe_reminders (kind, due_at)",
+                    "UPDATE troupe_schema SET version = 4",
                 ] {
                     _ = try await connection.query(statement)
                 }
@@ -759,7 +774,7 @@ public final class SQLiteStore: CallbackCommittingStore, EventsByTagQuery {
 
     // MARK: Helpers
 
-    private static func integer(_ row: SQLiteRow, _ column: String) throws -> Int64 {
+    static func integer(_ row: SQLiteRow, _ column: String) throws -> Int64 {
         guard let value = row.column(column)?.integer else { throw SQLiteStoreError.malformedRow(column) }
         return Int64(value)
     }

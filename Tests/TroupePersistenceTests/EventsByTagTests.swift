@@ -216,7 +216,7 @@ struct TaggedLedger: EventSourcedActor {
             let connection = try await SQLiteConnection.open(storage: .file(path: path))
             for statement in [
                 "DROP TRIGGER troupe_events_tags", "DROP TABLE troupe_event_tags",
-                "DROP TABLE troupe_projection_offsets",
+                "DROP TABLE troupe_projection_offsets", "DROP TABLE troupe_reminders",
                 "ALTER TABLE troupe_events DROP COLUMN tags", "UPDATE troupe_schema SET version = 1",
             ] {
                 _ = try await connection.query(statement)

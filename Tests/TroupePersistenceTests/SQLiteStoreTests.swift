@@ -94,10 +94,16 @@ import TroupeTestSupport
                 WHERE persistence_id = NEW.persistence_id AND sequence_nr = NEW.sequence_nr - 1)
             BEGIN SELECT RAISE(ABORT, 'troupe: sequence gap'); END
             """,
+            "DROP TABLE troupe_reminders",  // version 4's
             "UPDATE troupe_schema SET version = 2", path: path)
 
         let store = try await SQLiteStore.open(path: path)
-        #expect(try await SQLiteTestAccess.strings("SELECT version FROM troupe_schema", path: path) == ["3"])
+        #expect(
+            try await SQLiteTestAccess.strings("SELECT version FROM troupe_schema", path: path)
+                == ["\(SQLiteStore.schemaVersion)"])
+        // Version 4's reminders table was created by the migration.
+        try await store.saveReminder(StoredReminder(kind: "k", key: "a", name: "n", dueAt: 1, periodMilliseconds: 0))
+        #expect(try await store.reminders(of: "k", key: "a").count == 1)
         let checks = try await SQLiteTestAccess.strings(
             "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN ('troupe_events_one_writer', 'troupe_events_no_gap')",
             path: path)

@@ -4,7 +4,7 @@ internal import TroupeLocks
 /// that must outlive the process. It enforces the same rules as the database stores (one
 /// writer per identity, no gap, no duplicate, each operation all or nothing), so a test that
 /// passes on it exercises the same refusals.
-public final class InMemoryStore: PersistenceStore, EventsByTagQuery {
+public final class InMemoryStore: PersistenceStore, EventsByTagQuery, ReminderStore {
     struct Entry {
         var epoch: Int64 = 0
         var events: [StoredEvent] = []
@@ -21,6 +21,8 @@ public final class InMemoryStore: PersistenceStore, EventsByTagQuery {
     }
 
     private let contents = Locked(Contents())
+    /// The reminders (InMemoryStore+Reminders), by kind, key and name.
+    let reminderRows = Locked([ReminderRowKey: StoredReminder]())
     public let eventNotifier: EventNotifier? = EventNotifier()
 
     public init() {}
