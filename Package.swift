@@ -154,7 +154,8 @@ let package = Package(
         .executableTarget(
             name: "troupe-cluster-node",
             dependencies: [
-                "TroupeCluster", "Troupe", "TroupeObserver", .product(name: "Logging", package: "swift-log"),
+                "TroupeCluster", "Troupe", "TroupeObserver", "TroupeClusterEntities", "TroupeVirtualActors",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/troupe-cluster-node"
         ),

@@ -706,8 +706,23 @@ def member_rows_js():
     })()"""
 
 
-def check_cluster(browser, api, peers, killed_pid, killed_member):
-    """A node's page shows its peers alive with round trips, then the one killed as down."""
+def entity_rows_js():
+    """The rows of the entity kind's `nodes` table (entities per node), or null before it shows."""
+    return """(() => {
+        const table = document.querySelector('#section-tables table.section-table[data-name="nodes"]');
+        if (!table) return null;
+        const columns = Array.from(table.tHead.rows[0].cells).map(cell => cell.textContent);
+        return Array.from(table.tBodies[0].rows).map(row => {
+            const cells = Array.from(row.cells).map(cell => cell.textContent);
+            return {node: cells[columns.indexOf('node')], active: parseInt(cells[columns.indexOf('active')], 10)};
+        });
+    })()"""
+
+
+def check_cluster(browser, api, peers, killed_pid, killed_member, entity_total=None):
+    """A node's page shows its peers alive with round trips (and, with `entity_total`, the entity
+    kind's entities on each of the three nodes), then the one killed as down (and its entities
+    gone from the table)."""
     browser.navigate(api.address("/", token=api.token))
     browser.wait_for("#connection to say 'live'", """(() => {
         const connection = document.querySelector('#connection');
@@ -719,6 +734,12 @@ def check_cluster(browser, api, peers, killed_pid, killed_member):
                                                         && /^[0-9]+[.][0-9]+$/.test(row.roundTrip)));
         return {{done: alive, rows: rows}}; }})()""")
     ok(f"the page's members table shows the peers alive: {seen['rows']}")
+    if entity_total is not None:
+        seen = browser.wait_for(f"the nodes table to show {entity_total} entities over 3 nodes", f"""(() => {{
+            const rows = {entity_rows_js()} || [];
+            const total = rows.reduce((sum, row) => sum + row.active, 0);
+            return {{done: rows.length === 3 && total === {entity_total}, rows: rows}}; }})()""")
+        ok(f"the page's nodes table shows the entities per node: {seen['rows']}")
     os.kill(killed_pid, signal.SIGKILL)
     others = [peer for peer in peers if peer != killed_member]
     seen = browser.wait_for(f"{killed_member} (killed) to show as down, the others alive", f"""(() => {{
@@ -727,6 +748,12 @@ def check_cluster(browser, api, peers, killed_pid, killed_member):
         const others = {json.dumps(others)}.every(peer => rows.some(row => row.member === peer && row.status === 'alive'));
         return {{done: !!killed && killed.status === 'down' && killed.roundTrip === '' && others, rows: rows}}; }})()""")
     ok(f"after SIGKILL of {killed_member}, the page shows it down and the others alive: {seen['rows']}")
+    if entity_total is not None:
+        seen = browser.wait_for(f"the nodes table to drop {killed_member}", f"""(() => {{
+            const rows = {entity_rows_js()} || [];
+            const gone = !rows.some(row => row.node.startsWith({json.dumps(killed_member + "#")}));
+            return {{done: rows.length === 2 && gone, rows: rows}}; }})()""")
+        ok(f"the nodes table no longer lists {killed_member}: {seen['rows']}")
 
 
 def check_no_exceptions(browser):
@@ -756,6 +783,8 @@ def parse_arguments():
     parser.add_argument("--cluster-peers", help="a cluster node's page instead of the shop's: its peers, HOST:PORT,...")
     parser.add_argument("--kill-pid", type=int, help="with --cluster-peers: the process of the peer to kill")
     parser.add_argument("--killed-member", help="with --cluster-peers: that peer's HOST:PORT")
+    parser.add_argument("--entity-total", type=int,
+                        help="with --cluster-peers: the entities the three nodes hold (their `nodes` table)")
     parser.add_argument("--screenshot", required=True, help="where to write a PNG of the page")
     parser.add_argument("--chromium", default="chromium", help="the Chromium executable (chromium)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds any one wait may take (60)")
@@ -780,7 +809,8 @@ def main():
         ok(f"{version.get('product')} started")
         browser.open_page()
         if arguments.cluster_peers:
-            check_cluster(browser, api, arguments.cluster_peers.split(","), arguments.kill_pid, arguments.killed_member)
+            check_cluster(browser, api, arguments.cluster_peers.split(","), arguments.kill_pid, arguments.killed_member,
+                          arguments.entity_total)
             check_no_exceptions(browser)
             browser.evaluate("document.querySelector('#section-tables').scrollIntoView()")
             take_screenshot(browser, arguments.screenshot)

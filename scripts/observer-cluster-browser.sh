@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Checks TroupeObserver's page against a running cluster, in a real browser (headless Chromium):
 # three troupe-cluster-node processes on loopback with fast SWIM timings, the first serving its
-# observer. The page's `members` table must show the two peers alive with measured round trips;
-# then the third node is killed (SIGKILL) and the page must show it down, the other alive. A
-# screenshot goes to .build/observer/cluster.png, the nodes' output to .build/observer/.
+# observer, each holding the entity kind "demo" (TroupeClusterEntities), whose 30 entities the
+# third node activates. The page's `members` table must show the two peers alive with measured
+# round trips, and its `nodes` table the three nodes' entities (30 in all); then the third node
+# is killed (SIGKILL) and the page must show it down, the other alive, and the third node gone
+# from the `nodes` table. A screenshot goes to .build/observer/cluster.png, the nodes' output to
+# .build/observer/.
 #
 # Usage: scripts/observer-cluster-browser.sh [TROUPE_CLUSTER_NODE_BINARY]   (default: .build/debug/troupe-cluster-node)
 set -euo pipefail
@@ -42,20 +45,25 @@ start_node() {
     address=${address%%#*}
 }
 
-start_node a --observer-port 0 --observer-token "$token"
+start_node a --observer-port 0 --observer-token "$token" --entities
 seed=$address
 observer=$(grep -m1 '^OBSERVER ' "$out/node-a.log" | sed -e 's/^OBSERVER //' -e 's/\/?token=.*//')
 [ -n "$observer" ] || { echo "FAILED: node a printed no OBSERVER line" >&2; exit 1; }
-start_node b --seed "$seed"
+start_node b --seed "$seed" --entities
 peer_b=$address
-start_node c --seed "$seed"
+start_node c --seed "$seed" --entities --activate 30 --entity-members 3
 peer_c=$address
 pid_c=$pid
+for _ in $(seq 1 600); do
+    grep -q '^ENTITIES ' "$out/node-c.log" && break
+    sleep 0.1
+done
+grep -q '^ENTITIES 30' "$out/node-c.log" || { echo "FAILED: node c never activated its entities:" >&2; cat "$out/node-c.log" >&2; exit 1; }
 disown "$pid_c"  # the check kills it: no "Killed" report from bash for that
 echo "ok: nodes $seed (observer $observer), $peer_b and $peer_c are up"
 
 python3 scripts/observer-browser-test.py --url "$observer" --token "$token" \
-    --cluster-peers "$peer_b,$peer_c" --kill-pid "$pid_c" --killed-member "$peer_c" \
+    --cluster-peers "$peer_b,$peer_c" --kill-pid "$pid_c" --killed-member "$peer_c" --entity-total 30 \
     --screenshot "$out/cluster.png"
 
 # The two left leave cleanly (SIGTERM), the observer's node included.

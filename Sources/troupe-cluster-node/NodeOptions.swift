@@ -12,16 +12,23 @@ struct NodeOptions {
     /// Serve TroupeObserver's page for this node on 127.0.0.1 at this port (0: any free one).
     var observerPort: Int?
     var observerToken: String?
+    /// Hold the entity kind "demo" (TroupeClusterEntities): one idle entity per key.
+    var entities = false
+    /// Once the kind has `entityMembers` members, send one message to each of this many keys.
+    var activate = 0
+    var entityMembers = 1
 
     static let usage = """
         usage: troupe-cluster-node --secret SECRET [--host HOST] [--port PORT] [--seed HOST:PORT]...
                                    [--probe-ms MS] [--suspicion-ms MS] [--down-ms MS]
                                    [--handshake-ms MS] [--incomplete-frame-ms MS]
                                    [--observer-port PORT [--observer-token TOKEN]]
-        Starts one Troupe cluster node with an echo actor checked in under "echo", and prints one
-        line per event on stdout:
+                                   [--entities [--activate N [--entity-members M]]]
+        Starts one Troupe cluster node with an echo actor checked in under "echo" (and, with
+        --entities, a region of the entity kind "demo"), and prints one line per event on stdout:
           OBSERVER <url>               its TroupeObserver page (with --observer-port), before READY
           READY <node>                 bound and started
+          ENTITIES <n>                 (with --activate) n keys of the kind "demo" sent a message
           MEMBER <node> <status> <ns>  a membership change, with CLOCK_MONOTONIC nanoseconds
           REMOVED                      the cluster marked this node down (then exit status 3)
         SIGTERM or SIGINT leaves the cluster and exits with status 0; bad options exit with 64.
@@ -73,11 +80,25 @@ struct NodeOptions {
                 }
                 observerPort = port
             case "--observer-token": observerToken = try value(flag)
+            case "--entities": entities = true
+            case "--activate":
+                let text = try value(flag)
+                guard let count = Int(text), count >= 0 else {
+                    throw Invalid(description: "--activate takes a number of keys, not \(text)")
+                }
+                activate = count
+            case "--entity-members":
+                let text = try value(flag)
+                guard let count = Int(text), count >= 1 else {
+                    throw Invalid(description: "--entity-members takes a positive count, not \(text)")
+                }
+                entityMembers = count
             case "--help", "-h": throw Invalid(description: Self.usage)
             default: throw Invalid(description: "unknown option \(flag)\n\(Self.usage)")
             }
         }
         guard !secret.isEmpty else { throw Invalid(description: "--secret is required\n\(Self.usage)") }
+        if activate > 0 && !entities { throw Invalid(description: "--activate goes with --entities") }
         if observerToken != nil && observerPort == nil {
             throw Invalid(description: "--observer-token goes with --observer-port")
         }

@@ -2,7 +2,9 @@ import Dispatch
 import Logging
 import Troupe
 import TroupeCluster
+import TroupeClusterEntities
 import TroupeObserver
+import TroupeVirtualActors
 
 #if canImport(Glibc)
     import Glibc
@@ -94,6 +96,22 @@ if let port = options.observerPort {
     emit("OBSERVER \(observer?.url ?? "")")
 }
 emit("READY \(cluster.node)")
+var demo: ClusterEntityRegion<DemoEntity.Message>?
+if options.entities {
+    do {
+        let region = try await ClusterEntityRegion(
+            cluster: cluster, kind: EntityKind("demo", idleTimeout: nil) { _ in DemoEntity() })
+        demo = region
+        if options.activate > 0 {
+            try await region.awaitMembers(options.entityMembers, timeout: .seconds(60))
+            for key in 0..<options.activate { region.entity("demo-\(key)").tell(.touch) }
+            emit("ENTITIES \(options.activate)")
+        }
+    } catch {
+        complain("the entity kind 'demo' could not start: \(error)")
+        exit(1)
+    }
+}
 // Until SIGTERM / SIGINT, or until the cluster removes this node (its events then end).
 let signalled = await withTaskGroup(of: Bool.self) { group in
     group.addTask {
@@ -114,6 +132,7 @@ await observer?.shutdown()
 await cluster.shutdown()
 await actors.shutdown()
 _ = echo
+_ = demo
 if !signalled {
     emit("REMOVED")
     exit(3)

@@ -134,12 +134,16 @@ private struct RankedCells {
     }
 
     /// What the walk should prefetch of each cell for this ranking (its offset from the cell's
-    /// start): the mailbox's `popped` count, once a cell is known.
-    func prefetchOffset(_ list: borrowing LiveActors) -> Int? {
+    /// start): the mailbox's `popped` count, once a cell is known (read from the newest cell
+    /// once per walk: the offset is the same in every cell).
+    mutating func prefetchOffset(_ list: borrowing LiveActors) -> Int? {
         guard ranking == .messagesProcessed, limit > 0 else { return nil }
-        var offset: Int?
-        _ = list.visit(below: list.end, limit: 1) { offset = $0.mailboxOffset + Int(CTroupe_mailbox_popped_offset) }
-        return offset
+        if mailboxOffset == 0 {
+            var found = 0
+            _ = list.visit(below: list.end, limit: 1) { found = $0.mailboxOffset }
+            mailboxOffset = found
+        }
+        return mailboxOffset == 0 ? nil : mailboxOffset + Int(CTroupe_mailbox_popped_offset)
     }
 
     /// The cell's number for rankings by a count (higher first).

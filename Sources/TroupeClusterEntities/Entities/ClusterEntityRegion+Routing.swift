@@ -12,6 +12,7 @@ extension ClusterEntityRegion: EntityInbox {
 
     /// Another member is leaving: it owns nothing from now on.
     func leaving(_ member: UInt64) { applyView(leaving: member) }
+    func load() -> NodeEntityLoad? { localLoad }
 
     /// Makes the view from the listing (keeping the line to each node still there, closing
     /// the lines to nodes gone, their queued items routed again), passivates the activations

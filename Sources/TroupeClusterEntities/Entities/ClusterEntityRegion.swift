@@ -63,6 +63,8 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     let listening = Locked<Task<Void, Never>?>(nil)
     let logger: Logger
     let counters = Counters()
+    /// The other members' loads for the snapshot section, asked only while it is read.
+    let loadWatch = LoadWatch()
 
     final class Counters: Sendable {
         let sent = Atomic<Int>(0)
@@ -149,10 +151,22 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         listening.withLock { $0 = task }
         // What the section reads, not the region: a weak reference would give the region a
         // side table, and every ClusterEntityRef copy's retain of it would take the slow path.
+        let (localStatistics, node) = (local.statisticsReader, cluster.node)
         cluster.actorSystem.provideSnapshotSection(key: SectionKey(kind: name, node: cluster.node.uid)) {
-            [name, counters, placement, asks] in
+            [name, counters, placement, asks, loadWatch] in
             guard !counters.regionGone.load(ordering: .acquiring) else { return nil }
-            return Self.totals(counters: counters, placement: placement, asks: asks).section(instance: name)
+            var section = Self.totals(counters: counters, placement: placement, asks: asks).section(instance: name)
+            let known = loadWatch.read(
+                ask: {
+                    let statistics = localStatistics()
+                    return await EntityHost.loads(
+                        of: placement.withLock { $0.hosts },
+                        local: NodeEntityLoad(
+                            node: node, active: statistics.active, activations: statistics.activations))
+                },
+                isGone: { counters.regionGone.load(ordering: .acquiring) })
+            section.tables.append(LoadWatch.table(known, now: .now))
+            return section
         }
     }
 
@@ -220,6 +234,20 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
             }
             try? await Task.sleep(for: .milliseconds(5))
         }
+    }
+
+    /// What every member of the kind holds now, by node: this node's at once, the others'
+    /// asked of them at the same time (one call each, bounded by the cluster's `callTimeout`;
+    /// a member that does not answer is left out). The snapshot section's `nodes` table shows
+    /// the same, asked once a second while snapshots are read.
+    public func loadByNode() async -> [NodeEntityLoad] {
+        await EntityHost.loads(of: placement.withLock { $0.hosts }, local: localLoad)
+    }
+
+    /// This node's share.
+    var localLoad: NodeEntityLoad {
+        let statistics = local.statistics
+        return NodeEntityLoad(node: cluster.node, active: statistics.active, activations: statistics.activations)
     }
 
     /// The region's counters on this node now.
@@ -367,4 +395,5 @@ final class InboxForwarder: EntityInbox, @unchecked Sendable {  // `target` is s
     }
     func refused(_ error: EntityWire.Malformed) { target?.refused(error) }
     func leaving(_ member: UInt64) { target?.leaving(member) }
+    func load() -> NodeEntityLoad? { target?.load() }
 }

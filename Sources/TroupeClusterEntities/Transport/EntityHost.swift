@@ -10,6 +10,8 @@ protocol EntityInbox: AnyObject, Sendable {
     /// Another member is leaving: it owns nothing from now on, and confirms the view once its
     /// activations have stopped.
     func leaving(_ member: UInt64)
+    /// What this node's region holds now (nil: the region is gone).
+    func load() -> NodeEntityLoad?
 }
 
 /// A kind's endpoint on one node: checked in with the receptionist under the kind's key, so
@@ -40,6 +42,17 @@ distributed actor EntityHost: ClusterActor {
     /// waits for its confirmation before they start elsewhere. Returns once applied.
     distributed func announceLeaving(member: UInt64) {
         inbox.leaving(member)
+    }
+
+    /// What this node's region of the kind holds now (asked by the others for their snapshot
+    /// sections and ``ClusterEntityRegion/loadByNode()``).
+    distributed func load() throws -> NodeEntityLoad {
+        guard let load = inbox.load() else { throw RegionGone() }
+        return load
+    }
+
+    struct RegionGone: Error, CustomStringConvertible {
+        var description: String { "the region of this kind is gone on that node" }
     }
 
     /// Takes one request from a node whose line to this one was idle (so everything it sent

@@ -118,6 +118,10 @@ public final class EntityRegion<Message: Sendable>: Sendable {
     /// The region's counters now.
     public var statistics: EntityRegionStatistics { Self.statistics(of: state) }
 
+    /// Reads the counters without holding the region (for a snapshot section of another
+    /// module, which must not keep the region alive nor reference it weakly).
+    package var statisticsReader: @Sendable () -> EntityRegionStatistics { { [state] in Self.statistics(of: state) } }
+
     private static func statistics(of state: Locked<RegionState>) -> EntityRegionStatistics {
         state.withLock { state in
             var statistics = state.counters
