@@ -64,6 +64,58 @@ extension SQLiteStore {
         return !rows.isEmpty
     }
 
+    /// Periodic claims in one `UPDATE … FROM (VALUES …)`, one-shots in one `DELETE … IN (VALUES …)`
+    /// (a few hundred rows a statement), each statement atomic. (SQLite's RETURNING names the
+    /// updated table's columns unqualified: `r.kind` there is "no such column".)
+    public func claimTicks(_ claims: [ReminderClaim]) async throws -> [Bool] {
+        // Matched on the identity and the due time the row has after the claim (a periodic's
+        // next, a one-shot's removed due time): a stale claim of a reminder claimed in the same
+        // batch does not pass for the fresh one.
+        var won = Set<ReminderClaimMatch>()
+        for chunk in stride(from: 0, to: claims.count, by: 256).map({ claims[$0..<min($0 + 256, claims.count)] }) {
+            let periodic = chunk.filter { $0.next != nil }
+            let once = chunk.filter { $0.next == nil }
+            if !periodic.isEmpty {
+                let values = Array(repeating: "(?, ?, ?, ?, ?, ?)", count: periodic.count).joined(separator: ", ")
+                let rows = try await reader.query(
+                    """
+                    UPDATE troupe_reminders AS r SET due_at = v.column6 FROM (VALUES \(values)) AS v
+                    WHERE r.kind = v.column1 AND r.entity_key = v.column2 AND r.name = v.column3
+                        AND r.due_at = v.column4 AND r.period_ms = v.column5
+                    RETURNING kind, entity_key, name, due_at
+                    """,
+                    periodic.flatMap { Self.match($0.reminder) + [.integer(SQLiteInt64($0.next!))] })
+                won.formUnion(try rows.map(Self.identity))
+            }
+            if !once.isEmpty {
+                let values = Array(repeating: "(?, ?, ?, ?, ?)", count: once.count).joined(separator: ", ")
+                let rows = try await reader.query(
+                    """
+                    DELETE FROM troupe_reminders
+                    WHERE (kind, entity_key, name, due_at, period_ms) IN (VALUES \(values))
+                    RETURNING kind, entity_key, name, due_at
+                    """, once.flatMap { Self.match($0.reminder) })
+                won.formUnion(try rows.map(Self.identity))
+            }
+        }
+        return claims.map { won.contains(ReminderClaimMatch($0)) }
+    }
+
+    private static func match(_ reminder: StoredReminder) -> [SQLiteData] {
+        [
+            .text(reminder.kind), .text(reminder.key), .text(reminder.name), .integer(SQLiteInt64(reminder.dueAt)),
+            .integer(SQLiteInt64(reminder.periodMilliseconds)),
+        ]
+    }
+
+    private static func identity(_ row: SQLiteRow) throws -> ReminderClaimMatch {
+        guard let kind = row.column("kind")?.string, let key = row.column("entity_key")?.string,
+            let name = row.column("name")?.string
+        else { throw SQLiteStoreError.malformedRow("kind, entity_key or name") }
+        return ReminderClaimMatch(
+            ReminderIdentity(kind: kind, key: key, name: name), dueAfterClaim: try integer(row, "due_at"))
+    }
+
     private static func reminder(_ row: SQLiteRow) throws -> StoredReminder {
         guard let kind = row.column("kind")?.string, let key = row.column("entity_key")?.string,
             let name = row.column("name")?.string

@@ -67,6 +67,55 @@ import TroupePersistence
         await test.close()
     }
 
+    /// A batch claims each tick as a claim alone would: periodic ones move, one-shots go, stale
+    /// ones (another due time, another period, a removed reminder) are refused.
+    @Test(arguments: StoreKind.available) func aBatchClaimAnswersEachTickAsAClaimAlone(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = try Self.reminders(test)
+        var claims: [ReminderClaim] = []
+        for index in 0..<300 {  // more than one statement's chunk
+            let periodic = Self.reminder("p\(index)", "beat", due: 100, period: 50)
+            let once = Self.reminder("o\(index)", "once", due: 100)
+            try await store.saveReminder(periodic)
+            try await store.saveReminder(once)
+            claims.append(ReminderClaim(periodic, next: 150))
+            claims.append(ReminderClaim(once, next: nil))
+        }
+        // Stale: a due time the row does not have, a period it does not have, a reminder never stored.
+        claims.append(ReminderClaim(Self.reminder("p0", "beat", due: 99, period: 50), next: 149))
+        claims.append(ReminderClaim(Self.reminder("p1", "beat", due: 100, period: 51), next: 151))
+        claims.append(ReminderClaim(Self.reminder("ghost", "once", due: 100), next: nil))
+        let won = try await store.claimTicks(claims)
+        #expect(won == Array(repeating: true, count: 600) + [false, false, false])
+        #expect(try await store.reminders(of: "cart", dueBy: 149, limit: 1_000).isEmpty)
+        #expect(try await store.reminders(of: "cart", dueBy: 150, limit: 1_000).count == 300)
+        #expect(try await store.claimTicks(Array(claims.prefix(10))) == Array(repeating: false, count: 10))
+        #expect(try await store.claimTicks([]) == [])
+        await test.close()
+    }
+
+    /// Nodes claiming the same batch at once: every tick is won by exactly one of them.
+    @Test(arguments: StoreKind.available) func ofConcurrentBatchClaimsEachTickIsWonOnce(kind: StoreKind) async throws {
+        let test = try await kind.make()
+        let store = try Self.reminders(test)
+        var claims: [ReminderClaim] = []
+        for index in 0..<100 {
+            let reminder = Self.reminder("b\(index)", "r", due: 10, period: index % 2 == 0 ? 10 : 0)
+            try await store.saveReminder(reminder)
+            claims.append(ReminderClaim(reminder, next: index % 2 == 0 ? 20 : nil))
+        }
+        let batch = claims
+        let results = try await withThrowingTaskGroup(of: [Bool].self) { group in
+            for _ in 0..<4 { group.addTask { try await store.claimTicks(batch) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for index in claims.indices {
+            let wins = results.count { $0[index] }
+            #expect(wins == 1, "\(claims[index].reminder): won \(wins) times")
+        }
+        await test.close()
+    }
+
     /// Many claims of one tick at once (nodes that all read the reminder): exactly one wins.
     @Test(arguments: StoreKind.available) func ofConcurrentClaimsOfOneTickExactlyOneWins(kind: StoreKind) async throws {
         let test = try await kind.make()

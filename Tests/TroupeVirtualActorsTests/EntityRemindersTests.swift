@@ -125,6 +125,32 @@ import TroupeVirtualActors
         try await storeB.close()
     }
 
+    /// More reminders due at one moment than one read returns (1,000): each page is read once
+    /// the one before is claimed, never re-read in a loop while it waits to be due.
+    @Test func aBurstLargerThanAPageIsFiredPageByPageWithoutRereading() async throws {
+        let store = InMemoryStore()
+        try await withTestSystem { system in
+            let log = AlarmLog()
+            let reminders = EntityReminders(
+                region: try alarms(system, log: log), store: store, pollInterval: .milliseconds(200)
+            ) { .tick($0) }
+            let due = Int64(Date().timeIntervalSince1970 * 1000) + 1_000
+            // Stored directly (as another node would): this node reads them when due.
+            for index in 0..<2_500 {
+                try await store.saveReminder(
+                    StoredReminder(kind: "alarm", key: "k\(index)", name: "once", dueAt: due, periodMilliseconds: 0))
+            }
+            #expect(await waitUntil("2,500 ticks") { log.ticks.count == 2_500 })
+            try await Task.sleep(for: .milliseconds(300))
+            let keys = log.ticks.values.map(\.key)
+            #expect(keys.count == 2_500 && Set(keys).count == 2_500, "each tick once")
+            let statistics = reminders.statistics
+            #expect(statistics.delivered == 2_500 && statistics.claimedElsewhere == 0)
+            // Polls every 200 ms for the test's few seconds, and a few pages: not a loop.
+            #expect(statistics.reads < 60, "\(statistics.reads) reads of the store")
+        }
+    }
+
     @Test func badRemindersAreRefusedWithTypedErrorsAndStoreNothing() async throws {
         let store = InMemoryStore()
         try await withTestSystem { system in

@@ -26,7 +26,6 @@ double CBenchSupport_process_cpu_seconds(void);
 
 /// Bytes in allocated heap chunks across all malloc arenas, and in the blocks malloc maps on
 /// their own (mallinfo2().uordblks + hblkhd).
-/// Chunks served directly by mmap (large blocks) are not included.
 size_t CBenchSupport_heap_in_use(void);
 
 /// Starts a new peak-memory window: returns free heap memory to the kernel (malloc_trim), then

@@ -1,12 +1,15 @@
 // `troupe-bench entities`: TroupeVirtualActors on one node (issue 32): the first message to a
 // new entity, a send through a held EntityRef beside the same send through an ActorRef, a
-// lookup of an active identity, and the memory of an idle activation.
+// lookup of an active identity, the memory of an idle activation, and durable reminders on
+// SQLite (registrations, ticks fired per second, lateness).
 
 import ArgumentParser
 import CBenchSupport
 import Foundation
 import Histogram
+import Synchronization
 import Troupe
+import TroupePersistenceSQLite
 import TroupeVirtualActors
 
 struct EntitiesBench: ParsableCommand {
@@ -19,7 +22,11 @@ struct EntitiesBench: ParsableCommand {
             baseline is the same ask of an actor spawned by hand (spawn + ask). The send rows time \
             10^6 tells from one thread to an active entity (until the entity has handled them all), \
             through a held EntityRef and through the activation's own ActorRef. The memory row is \
-            heap growth per idle activation.
+            heap growth per idle activation. The reminder rows use an SQLite file in a temporary \
+            directory: registrations one at a time, a burst of one-shot reminders due at the same \
+            moment (ticks fired per second: a claim, which is one write, and a tell each), and the \
+            lateness of a tick (its due time to its handler, wall clock) in the burst and for \
+            reminders due one at a time.
             """)
 
     @ParentCommand var parent: TroupeBench
@@ -136,7 +143,103 @@ struct EntitiesBench: ParsableCommand {
         print(
             "memory per idle activation at \(idle) (cell, slot, directory entry) | bytes | \(fixed(perActivation, 0))")
         memory.passivateAll()
+
+        try await measureReminders(system, burst: quick ? 1_000 : 10_000, spread: quick ? 100 : 500)
     }
+
+    /// Durable reminders on an SQLite file: `burst` one-shots due at one moment, then `spread`
+    /// due 10 ms apart.
+    func measureReminders(_ system: ActorSystem, burst: Int, spread: Int) async throws {
+        let directory = NSTemporaryDirectory() + "troupe-bench-reminders-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try await SQLiteStore.open(path: directory + "/reminders.sqlite")
+        let lateness = ReminderLateness()
+        let region = try EntityRegion(
+            system: system, kind: EntityKind("reminded", idleTimeout: nil) { _ in RemindedEntity(lateness: lateness) })
+        let reminders = EntityReminders(region: region, store: store, pollInterval: .milliseconds(200)) { .tick($0) }
+        let clock = ContinuousClock()
+
+        // The burst: every reminder due at `due`, registered before it.
+        let due = wallClockMilliseconds() + 3_000 + Int64(burst) / 5
+        let started = clock.now
+        for index in 0..<burst {
+            try await reminders.register("once", for: "b\(index)", after: .milliseconds(due - wallClockMilliseconds()))
+        }
+        let registering = clock.now - started
+        verify(wallClockMilliseconds() < due, "entities: registering \(burst) reminders took past their due time")
+        while lateness.count < burst { try await Task.sleep(for: .milliseconds(1)) }
+        let burstLateness = lateness.take()
+        let firing = Double(burstLateness.max()!) / 1_000_000  // seconds from the due time to the last tick handled
+        print(
+            "reminders: register, one at a time (SQLite, one write each) | per s | \(fixed(Double(burst) / seconds(registering), 0))"
+        )
+        print(
+            "reminders: \(burst) one-shots due at one moment, fired (claimed in batches, a tell each) | ticks per s | \(fixed(Double(burst) / firing, 0))"
+        )
+        print(
+            "reminders: lateness in that burst (due → handled) | p50 / p99 | \(percentile(burstLateness, 0.5)) / \(percentile(burstLateness, 0.99)) ms"
+        )
+
+        // Due one at a time, 10 ms apart.
+        let first = wallClockMilliseconds() + 1_000
+        for index in 0..<spread {
+            try await reminders.register(
+                "once", for: "s\(index)", after: .milliseconds(first + Int64(index) * 10 - wallClockMilliseconds()))
+        }
+        while lateness.count < spread { try await Task.sleep(for: .milliseconds(1)) }
+        let spreadLateness = lateness.take()
+        print(
+            "reminders: lateness, one due every 10 ms (due → handled) | p50 / p99 | \(percentile(spreadLateness, 0.5)) / \(percentile(spreadLateness, 0.99)) ms"
+        )
+        let statistics = reminders.statistics
+        verify(
+            statistics.delivered == burst + spread && statistics.storeFailures == 0 && statistics.claimedElsewhere == 0,
+            "entities: reminders \(statistics)")
+        reminders.stop()
+        region.passivateAll()
+        try await store.close()
+    }
+}
+
+/// What the reminded entities measured: each tick's lateness in µs, wall clock.
+final class ReminderLateness: Sendable {
+    private let samples = Mutex<[Int64]>([])
+    func record(_ microseconds: Int64) { samples.withLock { $0.append(microseconds) } }
+    var count: Int { samples.withLock { $0.count } }
+    func take() -> [Int64] {
+        samples.withLock { samples in
+            defer { samples = [] }; return samples.sorted()
+        }
+    }
+}
+
+/// An entity that records how late its reminder's tick came.
+struct RemindedEntity: ActorDefinition {
+    enum Message: Sendable { case tick(ReminderTick) }
+    let lateness: ReminderLateness
+    func receive(_ message: Message, context: ActorContext<Message>) {
+        guard case .tick(let tick) = message else { return }
+        lateness.record(wallClockMicroseconds() - tick.scheduledAt * 1_000)
+    }
+}
+
+private func wallClockMicroseconds() -> Int64 {
+    var time = timespec()
+    clock_gettime(CLOCK_REALTIME, &time)
+    return Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1_000
+}
+
+private func wallClockMilliseconds() -> Int64 { wallClockMicroseconds() / 1_000 }
+
+/// The sorted samples' quantile `q`, in ms.
+private func percentile(_ sorted: [Int64], _ q: Double) -> String {
+    let index = min(sorted.count - 1, Int((Double(sorted.count) * q).rounded(.down)))
+    return fixed(Double(sorted[index]) / 1_000, 1)
+}
+
+private func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
 /// An entity that answers 1 to a ping and counts what it is told.

@@ -25,6 +25,46 @@ public protocol ReminderStore: Sendable {
     /// (another node claimed the tick, the reminder was replaced or removed) changes nothing
     /// and returns false.
     func claimTick(of reminder: StoredReminder, next: Int64?) async throws -> Bool
+
+    /// Claims many ticks at once, each as ``claimTick(of:next:)`` would, and returns in order
+    /// whether each was claimed. The SQLite and PostgreSQL stores claim a batch in one statement
+    /// per kind of claim (periodic, one-shot); the default claims one at a time.
+    func claimTicks(_ claims: [ReminderClaim]) async throws -> [Bool]
+}
+
+extension ReminderStore {
+    public func claimTicks(_ claims: [ReminderClaim]) async throws -> [Bool] {
+        var claimed: [Bool] = []
+        claimed.reserveCapacity(claims.count)
+        for claim in claims { claimed.append(try await claimTick(of: claim.reminder, next: claim.next)) }
+        return claimed
+    }
+}
+
+/// One tick to claim: the reminder as read, and its next due time (nil: remove a one-shot).
+public struct ReminderClaim: Sendable, Hashable {
+    public var reminder: StoredReminder
+    public var next: Int64?
+
+    public init(_ reminder: StoredReminder, next: Int64?) {
+        self.reminder = reminder
+        self.next = next
+    }
+}
+
+/// A reminder's identity: kind, key and name (what a batched claim's answer is matched on).
+package struct ReminderIdentity: Hashable, Sendable {
+    package let kind: String
+    package let key: String
+    package let name: String
+
+    package init(kind: String, key: String, name: String) {
+        self.kind = kind
+        self.key = key
+        self.name = name
+    }
+
+    package init(_ reminder: StoredReminder) { self.init(kind: reminder.kind, key: reminder.key, name: reminder.name) }
 }
 
 /// One durable reminder as stored.
@@ -52,5 +92,21 @@ public struct StoredReminder: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         "\(kind)/\(key) '\(name)' due at \(dueAt) ms"
             + (periodMilliseconds > 0 ? ", every \(periodMilliseconds) ms" : ", once")
+    }
+}
+
+/// What a batched claim's answer is matched on: the reminder, and the due time its row has
+/// after the claim (its next for a periodic one, the one removed for a one-shot).
+package struct ReminderClaimMatch: Hashable, Sendable {
+    package let identity: ReminderIdentity
+    package let dueAfterClaim: Int64
+
+    package init(_ identity: ReminderIdentity, dueAfterClaim: Int64) {
+        self.identity = identity
+        self.dueAfterClaim = dueAfterClaim
+    }
+
+    package init(_ claim: ReminderClaim) {
+        self.init(ReminderIdentity(claim.reminder), dueAfterClaim: claim.next ?? claim.reminder.dueAt)
     }
 }

@@ -13,20 +13,24 @@ public struct EntityReminderStatistics: Sendable, Hashable {
     public var storeFailures: Int
     /// Reminders due within the next poll window that this node holds in memory.
     public var pending: Int
+    /// Reads of due reminders from the store: one per poll, and one per further page of a
+    /// backlog (at most 1,000 reminders a page).
+    public var reads: Int
 
-    public init(delivered: Int, claimedElsewhere: Int, undelivered: Int, storeFailures: Int, pending: Int) {
+    public init(delivered: Int, claimedElsewhere: Int, undelivered: Int, storeFailures: Int, pending: Int, reads: Int) {
         self.delivered = delivered
         self.claimedElsewhere = claimedElsewhere
         self.undelivered = undelivered
         self.storeFailures = storeFailures
         self.pending = pending
+        self.reads = reads
     }
 
     var section: [SnapshotSection.Value] {
         [
             .init("delivered_total", delivered), .init("claimed_elsewhere_total", claimedElsewhere),
             .init("undelivered_total", undelivered), .init("store_failures_total", storeFailures),
-            .init("pending", pending),
+            .init("pending", pending), .init("reads_total", reads),
         ]
     }
 }

@@ -80,7 +80,8 @@ public final class EntityReminders: Sendable {
         self.scheduler = system.spawn(
             ReminderScheduler(
                 configuration: ReminderSchedulerConfiguration(
-                    kind: kind, store: store, pollInterval: pollInterval, pageSize: 1000, claimsInFlight: 64,
+                    kind: kind, store: store, pollInterval: pollInterval, pageSize: 1000, claimsInFlight: 512,
+                    claimBatch: 256,
                     owns: owns, deliver: deliver, now: now, counters: counters)),
             options: SpawnOptions(name: "reminders-\(kind)"))
         system.provideSnapshotSection(key: SectionKey(kind: kind, counters: ObjectIdentifier(counters))) {

@@ -9,13 +9,14 @@ final class ReminderCounters: Sendable {
     let undelivered = Atomic<Int>(0)
     let storeFailures = Atomic<Int>(0)
     let pending = Atomic<Int>(0)
+    let reads = Atomic<Int>(0)
 
     // Relaxed: counters read for statistics, ordering nothing else.
     var statistics: EntityReminderStatistics {
         EntityReminderStatistics(
             delivered: delivered.load(ordering: .relaxed), claimedElsewhere: claimedElsewhere.load(ordering: .relaxed),
             undelivered: undelivered.load(ordering: .relaxed), storeFailures: storeFailures.load(ordering: .relaxed),
-            pending: pending.load(ordering: .relaxed))
+            pending: pending.load(ordering: .relaxed), reads: reads.load(ordering: .relaxed))
     }
 }
 
@@ -27,8 +28,9 @@ struct ReminderSchedulerConfiguration: Sendable {
     let pollInterval: Duration
     /// The most due reminders one poll reads; a full page polls again at once.
     let pageSize: Int
-    /// The most claims in flight at once.
+    /// The most claims in flight at once, and in one call to the store.
     let claimsInFlight: Int
+    let claimBatch: Int
     /// Whether this node fires `key`'s reminders (a cluster: whether it owns the key now).
     let owns: @Sendable (String) -> Bool
     let deliver: @Sendable (ReminderTick) -> TellOutcome
@@ -48,7 +50,7 @@ struct ReminderScheduler: ActorDefinition {
         case poll
         case wake
         case loaded(Result<[StoredReminder], any Error>)
-        case claimed(StoredReminder, next: Int64?, Result<Bool, any Error>)
+        case claimed([ReminderClaim], Result<[Bool], any Error>)
         case registered(StoredReminder)
         case unregistered(ReminderRow)
     }
@@ -67,6 +69,13 @@ struct ReminderScheduler: ActorDefinition {
     /// The reminders whose claim is in flight (never claimed twice at once).
     var claiming: Set<ReminderRow> = []
     var loading = false
+    /// After a full page: the last due time it read. Once everything due by then is claimed, the
+    /// next page is read at once rather than at the next poll (a backlog, or a burst due at one
+    /// moment). Not sooner: a page re-read before its reminders are claimed is the same page.
+    var backlogAfter: Int64?
+    /// The ticks this node claimed while a read was in flight (by reminder, the due time
+    /// claimed): that read may still return them as they were before the claim.
+    var claimedDuringRead: [ReminderRow: Int64] = [:]
     /// The due time the wake timer is set for (nil: none set).
     var wakeAt: Int64?
 
@@ -91,19 +100,29 @@ struct ReminderScheduler: ActorDefinition {
             wakeAt = nil
         case .loaded(.success(let reminders)):
             loading = false
-            for reminder in reminders where !claiming.contains(ReminderRow(reminder)) {
-                pending[ReminderRow(reminder)] = reminder
+            for reminder in reminders {
+                let row = ReminderRow(reminder)
+                guard !claiming.contains(row), claimedDuringRead[row] != reminder.dueAt else { continue }
+                pending[row] = reminder
             }
-            // A full page: more may be due; read on once these are claimed.
-            if reminders.count == configuration.pageSize { context.ref.tell(.poll) }
+            claimedDuringRead = [:]
+            backlogAfter = reminders.count == configuration.pageSize ? reminders.last?.dueAt : nil
         case .loaded(.failure(let error)):
             loading = false
+            claimedDuringRead = [:]
             configuration.counters.storeFailures.add(1, ordering: .relaxed)
             context.logger.warning(
                 "reminders of '\(configuration.kind)': reading due reminders failed; retrying at the next poll: \(error)"
             )
-        case .claimed(let reminder, let next, let result):
-            claimed(reminder, next: next, result, context: context)
+        case .claimed(let claims, .success(let won)):
+            for (claim, won) in zip(claims, won) { claimed(claim, won: won) }
+        case .claimed(let claims, .failure(let error)):
+            // Not claimed: the next poll reads them again (they are still due).
+            for claim in claims { claiming.remove(ReminderRow(claim.reminder)) }
+            configuration.counters.storeFailures.add(1, ordering: .relaxed)
+            context.logger.warning(
+                "reminders of '\(configuration.kind)': claiming \(claims.count) ticks failed; retrying at the next poll: \(error)"
+            )
         case .registered(let reminder):
             if reminder.dueAt <= configuration.now() + 2 * pollMilliseconds, !claiming.contains(ReminderRow(reminder)) {
                 pending[ReminderRow(reminder)] = reminder
@@ -117,37 +136,32 @@ struct ReminderScheduler: ActorDefinition {
     mutating func poll(context: ActorContext<Message>) {
         guard !loading else { return }
         loading = true
+        configuration.counters.reads.add(1, ordering: .relaxed)
         let (store, kind, dueBy, limit) = (
             configuration.store, configuration.kind, configuration.now() + 2 * pollMilliseconds, configuration.pageSize
         )
         context.run({ try await store.reminders(of: kind, dueBy: dueBy, limit: limit) }, then: { .loaded($0) })
     }
 
-    mutating func claimed(
-        _ reminder: StoredReminder, next: Int64?, _ result: Result<Bool, any Error>, context: ActorContext<Message>
-    ) {
-        let row = ReminderRow(reminder)
+    mutating func claimed(_ claim: ReminderClaim, won: Bool) {
+        let (reminder, row) = (claim.reminder, ReminderRow(claim.reminder))
         claiming.remove(row)
-        switch result {
-        case .success(true):
-            if configuration.deliver(ReminderTick(reminder)).isEnqueued {
-                configuration.counters.delivered.add(1, ordering: .relaxed)
-            } else {
-                configuration.counters.undelivered.add(1, ordering: .relaxed)
-            }
-            // The next tick, if it is due before the next poll would read it, and nothing newer
-            // (a registration while the claim was in flight) replaced it.
-            if let next, pending[row] == nil, next <= configuration.now() + 2 * pollMilliseconds {
-                var following = reminder
-                following.dueAt = next
-                pending[row] = following
-            }
-        case .success(false):
+        guard won else {
             configuration.counters.claimedElsewhere.add(1, ordering: .relaxed)
-        case .failure(let error):
-            // Not claimed: the next poll reads it again (it is still due).
-            configuration.counters.storeFailures.add(1, ordering: .relaxed)
-            context.logger.warning("reminders of '\(configuration.kind)': claiming \(reminder) failed: \(error)")
+            return
+        }
+        if loading { claimedDuringRead[row] = reminder.dueAt }
+        if configuration.deliver(ReminderTick(reminder)).isEnqueued {
+            configuration.counters.delivered.add(1, ordering: .relaxed)
+        } else {
+            configuration.counters.undelivered.add(1, ordering: .relaxed)
+        }
+        // The next tick, if it is due before the next poll would read it, and nothing newer (a
+        // registration while the claim was in flight) replaced it.
+        if let next = claim.next, pending[row] == nil, next <= configuration.now() + 2 * pollMilliseconds {
+            var following = reminder
+            following.dueAt = next
+            pending[row] = following
         }
     }
 
@@ -156,6 +170,7 @@ struct ReminderScheduler: ActorDefinition {
     mutating func fireDue(context: ActorContext<Message>) {
         let now = configuration.now()
         let due = pending.values.filter { $0.dueAt <= now }.sorted { $0.dueAt < $1.dueAt }
+        var batch: [ReminderClaim] = []
         for reminder in due {
             guard claiming.count < configuration.claimsInFlight else { break }
             let row = ReminderRow(reminder)
@@ -164,12 +179,20 @@ struct ReminderScheduler: ActorDefinition {
             // the key comes back to it).
             guard configuration.owns(reminder.key) else { continue }
             claiming.insert(row)
-            let next = Self.nextDue(after: reminder, now: now)
-            let store = configuration.store
-            context.run(
-                { try await store.claimTick(of: reminder, next: next) }, then: { .claimed(reminder, next: next, $0) })
+            batch.append(ReminderClaim(reminder, next: Self.nextDue(after: reminder, now: now)))
+            if batch.count == configuration.claimBatch {
+                claim(batch, context: context)
+                batch = []
+            }
         }
+        if !batch.isEmpty { claim(batch, context: context) }
         configuration.counters.pending.store(pending.count, ordering: .relaxed)
+        if let after = backlogAfter, now >= after, claiming.isEmpty,
+            !pending.values.contains(where: { $0.dueAt <= now })
+        {
+            backlogAfter = nil
+            poll(context: context)
+        }
         guard let earliest = pending.values.map(\.dueAt).min(), claiming.count < configuration.claimsInFlight else {
             return
         }
@@ -177,6 +200,12 @@ struct ReminderScheduler: ActorDefinition {
             wakeAt = earliest
             context.startSingleTimer(key: "wake", message: .wake, after: .milliseconds(max(0, earliest - now)))
         }
+    }
+
+    /// Claims `batch` in the store in one call; the answer comes back as a message.
+    func claim(_ batch: [ReminderClaim], context: ActorContext<Message>) {
+        let store = configuration.store
+        context.run({ try await store.claimTicks(batch) }, then: { .claimed(batch, $0) })
     }
 
     /// The tick after `reminder`'s: the period's first due time after `now` (missed ticks are
