@@ -248,7 +248,8 @@ let package = Package(
         ),
         // Virtual actors: entities addressed by identity, activated on first message, passivated.
         .target(
-            name: "TroupeVirtualActors", dependencies: ["Troupe", "TroupeLocks", "TroupePersistence"], path: "Sources/TroupeVirtualActors",
+            name: "TroupeVirtualActors", dependencies: ["Troupe", "TroupeLocks", "TroupePersistence"],
+            path: "Sources/TroupeVirtualActors",
             exclude: ["Models"]  // the gate's spin model (scripts/model-check.sh)
         ),
         .testTarget(

@@ -41,7 +41,7 @@ final class LoadWatch: Sendable {
                     let at = ContinuousClock.now
                     let watched = state.withLock { state in
                         // Only the members that answered this round: one that left drops out.
-                        state.loads = Dictionary(uniqueKeysWithValues: answered.map { ($0.node.uid, ($0, at)) })
+                        state.loads = Dictionary(answered.map { ($0.node.uid, ($0, at)) }) { first, _ in first }
                         let watched = state.lastRead.map { at - $0 < Self.watchedFor } ?? false
                         if !watched { state.asking = false }
                         return watched
@@ -75,15 +75,18 @@ extension LoadWatch {
 extension EntityHost {
     /// Every member's load: this node's at once, the others' asked of their hosts at the same
     /// time (each call bounded by the cluster's `callTimeout`); a member that fails to answer is
-    /// left out.
+    /// left out. One load per node: a node whose region was made again can be listed with both
+    /// hosts for a moment (the old one's region is gone and does not answer).
     static func loads(of hosts: [EntityHost], local: NodeEntityLoad) async -> [NodeEntityLoad] {
         await withTaskGroup(of: NodeEntityLoad?.self) { group in
             for host in hosts where host.id.node.uid != local.node.uid {
                 group.addTask { try? await host.load() }
             }
-            var loads = [local]
-            for await load in group { if let load { loads.append(load) } }
-            return loads.sorted { $0.node.uid < $1.node.uid }
+            var loads = [local.node.uid: local]
+            for await load in group {
+                if let load, loads[load.node.uid] == nil { loads[load.node.uid] = load }
+            }
+            return loads.values.sorted { $0.node.uid < $1.node.uid }
         }
     }
 }

@@ -52,7 +52,8 @@ public final class EntityReminders: Sendable {
     private let isStopped = Atomic<Bool>(false)
 
     /// Reminders for the entities of `region`, stored in `store`; `tick` makes the message a
-    /// due tick sends the entity.
+    /// due tick sends the entity. `pollInterval` is at least 10 ms (a shorter one stops the
+    /// program with a message saying so, as the core's checks of misuse do).
     public convenience init<Message: Sendable>(
         region: EntityRegion<Message>, store: any ReminderStore, pollInterval: Duration = .seconds(1),
         tick: @escaping @Sendable (ReminderTick) -> Message
