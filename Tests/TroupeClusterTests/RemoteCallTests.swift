@@ -155,7 +155,10 @@ struct RemoteCallTests {
     }
 
     @Test func callsEndWhenTheActorSystemShutsDownBeforeTheCluster() async throws {
-        let first = try await startNode(callTimeout: .milliseconds(300))
+        // A timeout far longer than a shutdown takes: the shutdown must be what ends the calls.
+        // With 300 ms, the timeout won the race under TSan (the shutdown took longer; CI
+        // rehearsal, 2026-12-02), and a call it ended is `.timedOut`, not `.systemShutDown`.
+        let first = try await startNode(callTimeout: .seconds(10))
         let second = try await startNode(seeds: [first.cluster.node])
         let greeter = Greeter(actorSystem: second.cluster)
         let remote = try Greeter.resolve(id: greeter.id, using: first.cluster)

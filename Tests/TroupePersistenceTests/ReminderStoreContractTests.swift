@@ -1,6 +1,10 @@
 import Testing
 import TroupePersistence
 
+#if !TROUPE_CI_SANITIZER_BUILD
+    import TroupePersistencePostgres
+#endif
+
 /// What every ``ReminderStore`` must keep and refuse: one row per entity and name, due reminders
 /// in due order, and a tick claimed by exactly one of many concurrent claims.
 @Suite struct ReminderStoreContractTests {
@@ -131,4 +135,25 @@ import TroupePersistence
         }
         await test.close()
     }
+
+    #if !TROUPE_CI_SANITIZER_BUILD
+        /// A version-2 database (before reminders) is migrated when a store connects to it: the
+        /// table is created, the version is 3, and reminders work.
+        @Test(.enabled(if: PostgresTestServer.configured != nil))
+        func aVersion2PostgresDatabaseIsMigratedToReminders() async throws {
+            let server = try #require(PostgresTestServer.configured)
+            let database = try await server.createDatabase()
+            let first = try await PostgresStore.connect(server.configuration(database: database))
+            first.close()
+            // Version 2's layout: what a build before reminders left.
+            try await server.administer("DROP TABLE troupe_reminders", on: database)
+            try await server.administer("UPDATE troupe_schema SET version = 2", on: database)
+            let store = try await PostgresStore.connect(server.configuration(database: database))
+            try await store.saveReminder(Self.reminder("a", "n", due: 1))
+            // The table exists again: only the migration to version 3 creates it.
+            #expect(try await store.reminders(of: "cart", key: "a") == [Self.reminder("a", "n", due: 1)])
+            store.close()
+            try await server.dropDatabase(database)
+        }
+    #endif
 }

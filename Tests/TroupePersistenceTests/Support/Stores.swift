@@ -104,10 +104,10 @@ struct PostgresTestServer: Sendable {
                 host: host, port: port, username: user, password: password, database: database, tls: .disable)
         }
 
-        /// Runs `sql` on the server's own database (for CREATE and DROP DATABASE).
-        func administer(_ sql: String) async throws {
+        /// Runs `sql` on the server's own database (for CREATE and DROP DATABASE), or on `other`.
+        func administer(_ sql: String, on other: String? = nil) async throws {
             let client = PostgresClient(
-                configuration: configuration(database: database), backgroundLogger: Logger(label: "test"))
+                configuration: configuration(database: other ?? database), backgroundLogger: Logger(label: "test"))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // Query once `run()` has begun (as `PostgresStore.connect` does), which postgres-nio
                 // otherwise warns about.
