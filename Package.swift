@@ -255,7 +255,8 @@ let package = Package(
         .testTarget(
             name: "TroupeVirtualActorsTests",
             dependencies: [
-                "TroupeVirtualActors", "Troupe", "TroupeTestSupport", "TroupePersistence", "TroupePersistenceSQLite",
+                "TroupeVirtualActors", "Troupe", "TroupeTestSupport", "TroupeTesting", "TroupePersistence",
+                "TroupePersistenceSQLite",
             ],
             path: "Tests/TroupeVirtualActorsTests"
         ),

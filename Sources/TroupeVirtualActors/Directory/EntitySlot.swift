@@ -8,7 +8,7 @@ import Troupe
 /// it is then ``EntitySlot/Phase/retired`` and dropped from the directory, and a reference that
 /// still holds it goes through the directory to the identity's next slot.
 @usableFromInline
-final class EntitySlot<Message: Sendable>: @unchecked Sendable {  // guarded by the gate or the region's lock
+final class EntitySlot<Message: Sendable>: KeyedSlot, @unchecked Sendable {  // guarded by the gate or the region's lock
     /// Where the slot's activation stands.
     enum Phase: UInt8 {
         /// No activation; the gate is closed. The next message activates one.
@@ -31,7 +31,6 @@ final class EntitySlot<Message: Sendable>: @unchecked Sendable {  // guarded by 
         case waiter(CheckedContinuation<Void, Never>)
     }
 
-    let key: String
     @usableFromInline let gate = EntityGate()
 
     /// The activation's ref, in memory of its own so that a sender borrows it in place: the
@@ -56,7 +55,7 @@ final class EntitySlot<Message: Sendable>: @unchecked Sendable {  // guarded by 
     /// Which activation of the region this slot's current one is (for least-recently-used order).
     var activationNumber: UInt64 = 0
 
-    init(key: String) { self.key = key }
+    override init(key: String) { super.init(key: key) }
 
     deinit {
         assert(phase == .retired || phase == .vacant, "EntitySlot \(key) freed while \(phase)")

@@ -13,11 +13,11 @@ import Troupe
 ///                               └──────something buffered──────▶ flushing
 /// ```
 struct RegionState {
-    /// Every slot of a region has the region's `Message` type. The dictionary holds them
-    /// untyped so that the region's state, and its lock, are not generic: generic, every lock
-    /// taken from the unspecialised region looked up their metadata in the runtime's cache
-    /// (about 2,900 instructions per `entity(_:)`, callgrind).
-    var slots: [String: AnyObject] = [:]
+    /// Every slot of a region has the region's `Message` type. The table holds them untyped so
+    /// that the region's state, and its lock, are not generic: generic, every lock taken from
+    /// the unspecialised region looked up their metadata in the runtime's cache (about 2,900
+    /// instructions per `entity(_:)`, callgrind).
+    let slots = UnsafeSlotTable()
     var active = 0
     /// Activations asked to passivate that have not stopped yet: still in `active`, but
     /// already leaving, so the active limit does not count them again.
@@ -32,14 +32,14 @@ struct RegionState {
     /// The slot for `key`, made vacant if the directory has none.
     /// Safety: a region stores only slots of its own `Message` type.
     @inline(__always)
-    static func typed<Message: Sendable>(_ slot: AnyObject) -> EntitySlot<Message> {
+    static func typed<Message: Sendable>(_ slot: KeyedSlot) -> EntitySlot<Message> {
         unsafeDowncast(slot, to: EntitySlot<Message>.self)
     }
 
     mutating func slot<Message: Sendable>(for key: String) -> EntitySlot<Message> {
         if let slot = slots[key] { return Self.typed(slot) }
         let slot = EntitySlot<Message>(key: key)
-        slots[key] = slot
+        slots.insert(slot)
         return slot
     }
 
@@ -179,14 +179,18 @@ struct RegionState {
 
     private mutating func retire<Message: Sendable>(_ slot: EntitySlot<Message>) {
         slot.phase = .retired
-        if slots[slot.key] === slot { slots[slot.key] = nil }
+        slots.remove(slot)
     }
 
     /// Passivates active slots, most idle first, down to nine tenths of `limit` (so the scan
     /// is paid once per tenth of the limit's activations, not per activation).
     private mutating func evict<Message: Sendable>(toWithin limit: Int, into actions: inout [RegionAction<Message>]) {
         let target = limit - max(1, limit / 10)
-        var candidates = slots.values.map { Self.typed($0) as EntitySlot<Message> }.filter { $0.phase == .active }
+        var candidates: [EntitySlot<Message>] = []
+        slots.forEach { untyped in
+            let slot: EntitySlot<Message> = Self.typed(untyped)
+            if slot.phase == .active { candidates.append(slot) }
+        }
         let excess = min(candidates.count, active - passivating - target)
         guard excess > 0 else { return }
         candidates.sort { ($0.idleSweeps, $1.activationNumber) > ($1.idleSweeps, $0.activationNumber) }
@@ -199,7 +203,7 @@ struct RegionState {
     mutating func sweep<Message: Sendable>(region: EntityRegion<Message>) -> [RegionAction<Message>] {
         var actions: [RegionAction<Message>] = []
         var unused: [EntitySlot<Message>] = []
-        for untyped in slots.values {
+        slots.forEach { untyped in
             let slot: EntitySlot<Message> = Self.typed(untyped)
             switch slot.phase {
             case .active:

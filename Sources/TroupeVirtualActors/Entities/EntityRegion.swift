@@ -110,7 +110,7 @@ public final class EntityRegion<Message: Sendable>: Sendable {
         // A known identity through a lookup whose types are all concrete: returning the slot's
         // generic type from the lock's closure made every call look up the metadata of
         // `EntitySlot<Message>` in the runtime's cache (327 of 1,232 instructions, callgrind).
-        let known: AnyObject? = state.withLock { $0.slots[key] }
+        let known: KeyedSlot? = state.withLock { $0.slots[key] }
         if let known { return EntityRef(region: self, slot: RegionState.typed(known)) }
         return EntityRef(region: self, slot: state.withLock { $0.slot(for: key) as EntitySlot<Message> })
     }
@@ -147,12 +147,13 @@ public final class EntityRegion<Message: Sendable>: Sendable {
         let (count, actions) = state.withLock { state in
             var actions: [RegionAction<Message>] = []
             var count = 0
-            for (key, untyped) in state.slots {
+            var matching: [EntitySlot<Message>] = []
+            state.slots.forEach { untyped in
                 let slot: EntitySlot<Message> = RegionState.typed(untyped)
-                guard slot.phase == .active, matches(key) else { continue }
-                state.passivate(slot, counter: \.requestedPassivations, into: &actions)
-                count += 1
+                if slot.phase == .active, matches(slot.key) { matching.append(slot) }
             }
+            for slot in matching { state.passivate(slot, counter: \.requestedPassivations, into: &actions) }
+            count = matching.count
             return (count, actions)
         }
         perform(actions)
@@ -178,9 +179,9 @@ public final class EntityRegion<Message: Sendable>: Sendable {
     public func activations(where matches: (String) -> Bool) -> Int {
         state.withLock { state in
             var count = 0
-            for (key, untyped) in state.slots {
+            state.slots.forEach { untyped in
                 let slot: EntitySlot<Message> = RegionState.typed(untyped)
-                if slot.phase != .vacant && slot.phase != .retired && matches(key) { count += 1 }
+                if slot.phase != .vacant && slot.phase != .retired && matches(slot.key) { count += 1 }
             }
             return count
         }
