@@ -60,6 +60,48 @@ import TroupeVirtualActors
         }
     }
 
+    /// A store that answers fewer claims than it was given (against `claimTicks`' contract):
+    /// the unanswered claims count as a store failure and are read again at the next poll,
+    /// instead of staying in flight for good.
+    @Test func claimsAStoreLeftUnansweredAreRetried() async throws {
+        let store = ShortAnsweringStore()
+        // Already due when the reminders start, so that the first poll claims all three in one
+        // batch.
+        let due = EntityReminders.wallClockMilliseconds() - 1_000
+        for key in ["a", "b", "c"] {
+            try await store.saveReminder(
+                StoredReminder(kind: "alarm", key: key, name: "due", dueAt: due, periodMilliseconds: 0))
+        }
+        try await withTestSystem { system in
+            let log = AlarmLog()
+            let reminders = EntityReminders(
+                region: try alarms(system, log: log), store: store, pollInterval: .milliseconds(50)
+            ) { .tick($0) }
+            #expect(await waitUntil("every tick arrived") { log.ticks.count == 3 })
+            #expect(Set(log.ticks.values.map(\.key)) == ["a", "b", "c"])
+            #expect(store.shortAnswers.count == 1, "the store answered short once")
+            let statistics = reminders.statistics
+            #expect(statistics.storeFailures == 1 && statistics.delivered == 3)
+            #expect(statistics.pending == 0)
+        }
+    }
+
+    @Test func aPollIntervalOutOfRangeStopsWithWhatToPass() async {
+        // An exit test's body captures nothing: one body per interval.
+        let tooShort = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let region = try alarms(ActorSystem(), log: AlarmLog())
+            _ = EntityReminders(region: region, store: InMemoryStore(), pollInterval: .milliseconds(5)) { .tick($0) }
+        }
+        let tooLong = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let region = try alarms(ActorSystem(), log: AlarmLog())
+            _ = EntityReminders(region: region, store: InMemoryStore(), pollInterval: .seconds(86_401)) { .tick($0) }
+        }
+        for result in [tooShort, tooLong] {
+            let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+            #expect(text.contains("pollInterval must be at least 10 ms and at most a day"), "\(text)")
+        }
+    }
+
     /// The process stops before the tick is due; the next process on the same file delivers it
     /// (once, with its original due time), activating the entity there.
     @Test func aReminderSurvivesARestartOfTheProcess() async throws {
@@ -211,4 +253,30 @@ struct Alarm: ActorDefinition {
 
 func alarms(_ system: ActorSystem, log: AlarmLog) throws -> EntityRegion<Alarm.Message> {
     try EntityRegion(system: system, kind: EntityKind("alarm", idleTimeout: nil) { id in Alarm(key: id.key, log: log) })
+}
+
+/// An in-memory store whose first batch of claims leaves its last claim unanswered (and
+/// unclaimed): a custom store with a bug.
+final class ShortAnsweringStore: ReminderStore {
+    let base = InMemoryStore()
+    let shortAnswers = Recorder<Int>()
+
+    func saveReminder(_ reminder: StoredReminder) async throws { try await base.saveReminder(reminder) }
+    func removeReminder(kind: String, key: String, name: String) async throws -> Bool {
+        try await base.removeReminder(kind: kind, key: key, name: name)
+    }
+    func reminders(of kind: String, dueBy: Int64, limit: Int) async throws -> [StoredReminder] {
+        try await base.reminders(of: kind, dueBy: dueBy, limit: limit)
+    }
+    func reminders(of kind: String, key: String) async throws -> [StoredReminder] {
+        try await base.reminders(of: kind, key: key)
+    }
+    func claimTick(of reminder: StoredReminder, next: Int64?) async throws -> Bool {
+        try await base.claimTick(of: reminder, next: next)
+    }
+    func claimTicks(_ claims: [ReminderClaim]) async throws -> [Bool] {
+        guard shortAnswers.count == 0, claims.count > 1 else { return try await base.claimTicks(claims) }
+        shortAnswers.append(claims.count)
+        return try await base.claimTicks(Array(claims.dropLast()))
+    }
 }

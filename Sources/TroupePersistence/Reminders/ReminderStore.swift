@@ -27,7 +27,8 @@ public protocol ReminderStore: Sendable {
     func claimTick(of reminder: StoredReminder, next: Int64?) async throws -> Bool
 
     /// Claims many ticks at once, each as ``claimTick(of:next:)`` would, and returns in order
-    /// whether each was claimed. The SQLite and PostgreSQL stores claim a batch in one statement
+    /// whether each was claimed: one answer per claim (`EntityReminders` counts a shorter
+    /// answer as a store failure and reads the unanswered reminders again). The SQLite and PostgreSQL stores claim a batch in one statement
     /// per kind of claim (periodic, one-shot); the default claims one at a time.
     func claimTicks(_ claims: [ReminderClaim]) async throws -> [Bool]
 }

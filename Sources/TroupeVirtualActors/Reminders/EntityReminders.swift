@@ -39,6 +39,9 @@ public final class EntityReminders: Sendable {
     public static let maximumDelay: Duration = .seconds(100 * 366 * 86_400)
     /// The longest name accepted, in bytes of UTF-8.
     public static let maximumNameLength = 200
+    /// The shortest and the longest `pollInterval` accepted: every poll is a read of the store,
+    /// and a reminder registered on another node may wait a poll before this one sees it.
+    public static let pollIntervals: ClosedRange<Duration> = .milliseconds(10) ... .seconds(86_400)
 
     /// The kind (the region's name) whose reminders these are.
     public let kind: String
@@ -52,8 +55,8 @@ public final class EntityReminders: Sendable {
     private let isStopped = Atomic<Bool>(false)
 
     /// Reminders for the entities of `region`, stored in `store`; `tick` makes the message a
-    /// due tick sends the entity. `pollInterval` is at least 10 ms (a shorter one stops the
-    /// program with a message saying so, as the core's checks of misuse do).
+    /// due tick sends the entity. `pollInterval` is within ``pollIntervals``, 10 ms to a day
+    /// (another stops the program with a message saying so, as the core's checks of misuse do).
     public convenience init<Message: Sendable>(
         region: EntityRegion<Message>, store: any ReminderStore, pollInterval: Duration = .seconds(1),
         tick: @escaping @Sendable (ReminderTick) -> Message
@@ -71,7 +74,8 @@ public final class EntityReminders: Sendable {
         now: @escaping @Sendable () -> Int64 = EntityReminders.wallClockMilliseconds
     ) {
         requireValidReminderUse(
-            pollInterval >= .milliseconds(10), "EntityReminders: pollInterval must be at least 10 ms")
+            Self.pollIntervals.contains(pollInterval),
+            "EntityReminders: pollInterval must be at least 10 ms and at most a day (86,400 s), not \(pollInterval)")
         let counters = ReminderCounters()
         self.kind = kind
         self.store = store

@@ -116,6 +116,16 @@ struct ReminderScheduler: ActorDefinition {
             )
         case .claimed(let claims, .success(let won)):
             for (claim, won) in zip(claims, won) { claimed(claim, won: won) }
+            if won.count < claims.count {
+                // A store that broke `claimTicks`' contract (one answer per claim): the claims
+                // it did not answer are treated as failed, so the next poll reads them again
+                // rather than leaving them in `claiming` for good.
+                for claim in claims[won.count...] { claiming.remove(ReminderRow(claim.reminder)) }
+                configuration.counters.storeFailures.add(1, ordering: .relaxed)
+                context.logger.error(
+                    "reminders of '\(configuration.kind)': the store answered \(won.count) of \(claims.count) claims (claimTicks must answer each); the others are retried at the next poll"
+                )
+            }
         case .claimed(let claims, .failure(let error)):
             // Not claimed: the next poll reads them again (they are still due).
             for claim in claims { claiming.remove(ReminderRow(claim.reminder)) }
