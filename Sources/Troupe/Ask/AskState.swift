@@ -264,6 +264,17 @@ class AskState<Value: Sendable>: AskStateBase, @unchecked Sendable {  // see the
         return true
     }
 
+    /// The asking task, resumed: orders after this point everything the completer did before
+    /// it won `completed` (a releasing exchange), as ThreadSanitizer can see. The resumption
+    /// itself orders it too, but inside the Swift runtime, which TSan does not instrument: it
+    /// reported the asker's first use of what the reply carried (a child the replier had just
+    /// spawned: the cell's `system`, written in its `init`) as a race. An acquiring load is a
+    /// plain load on x86 and one `ldar` on arm64.
+    @inlinable @inline(__always)
+    final func observeCompletion() {
+        _ = completed.load(ordering: .acquiring)
+    }
+
     // MARK: Hand-off (see ``HandOffPhase``)
 
     /// Marks an awaiting ask whose request the asking thread may run in place. Before the

@@ -32,6 +32,7 @@ enum Asking {
             // Ends the ask at once; the request, if sent, stays sent and its late answer is dropped.
             state.cancel()
         }
+        state.observeCompletion()
         return try result.get()
     }
 
@@ -73,6 +74,7 @@ enum Asking {
         } onCancel: {
             state.cancel()
         }
+        state.observeCompletion()
         return try result.get()
     }
 
