@@ -155,7 +155,7 @@ let package = Package(
             name: "troupe-cluster-node",
             dependencies: [
                 "TroupeCluster", "Troupe", "TroupeObserver", "TroupeClusterEntities", "TroupeVirtualActors",
-                .product(name: "Logging", package: "swift-log"),
+                "TroupePersistence", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/troupe-cluster-node"
         ),

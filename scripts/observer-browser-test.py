@@ -707,14 +707,17 @@ def member_rows_js():
 
 
 def entity_rows_js():
-    """The rows of the entity kind's `nodes` table (entities per node), or null before it shows."""
+    """The rows of the entity kind's `nodes` table (entities per node, and the durable store's
+    queued operations and write p99: undefined when a column is missing), or null before it shows."""
     return """(() => {
         const table = document.querySelector('#section-tables table.section-table[data-name="nodes"]');
         if (!table) return null;
         const columns = Array.from(table.tHead.rows[0].cells).map(cell => cell.textContent);
         return Array.from(table.tBodies[0].rows).map(row => {
             const cells = Array.from(row.cells).map(cell => cell.textContent);
-            return {node: cells[columns.indexOf('node')], active: parseInt(cells[columns.indexOf('active')], 10)};
+            return {node: cells[columns.indexOf('node')], active: parseInt(cells[columns.indexOf('active')], 10),
+                    journalQueued: cells[columns.indexOf('journal_queued')],
+                    writeP99: cells[columns.indexOf('write_p99_us')]};
         });
     })()"""
 
@@ -738,8 +741,12 @@ def check_cluster(browser, api, peers, killed_pid, killed_member, entity_total=N
         seen = browser.wait_for(f"the nodes table to show {entity_total} entities over 3 nodes", f"""(() => {{
             const rows = {entity_rows_js()} || [];
             const total = rows.reduce((sum, row) => sum + row.active, 0);
-            return {{done: rows.length === 3 && total === {entity_total}, rows: rows}}; }})()""")
-        ok(f"the page's nodes table shows the entities per node: {seen['rows']}")
+            // The demo kind is durable (an in-memory journal per node): a node holding entities
+            // shows its journal's queue (a count) and its write p99 in microseconds.
+            const lagShown = rows.every(row => row.active === 0 ||
+                (/^[0-9]+$/.test(row.journalQueued || '') && /^[0-9]+$/.test(row.writeP99 || '')));
+            return {{done: rows.length === 3 && total === {entity_total} && lagShown, rows: rows}}; }})()""")
+        ok(f"the page's nodes table shows the entities and the journal lag per node: {seen['rows']}")
     os.kill(killed_pid, signal.SIGKILL)
     others = [peer for peer in peers if peer != killed_member]
     seen = browser.wait_for(f"{killed_member} (killed) to show as down, the others alive", f"""(() => {{

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks TroupeObserver's page against a running cluster, in a real browser (headless Chromium):
 # three troupe-cluster-node processes on loopback with fast SWIM timings, the first serving its
-# observer, each holding the entity kind "demo" (TroupeClusterEntities), whose 30 entities the
-# third node activates. The page's `members` table must show the two peers alive with measured
-# round trips, and its `nodes` table the three nodes' entities (30 in all); then the third node
+# observer, each holding the durable entity kind "demo" (TroupeClusterEntities, a journal in
+# memory per node), whose 30 entities the third node activates. The page's `members` table must
+# show the two peers alive with measured round trips, and its `nodes` table the three nodes'
+# entities (30 in all) and, for each node holding some, its journal's queue and write p99; then the third node
 # is killed (SIGKILL) and the page must show it down, the other alive, and the third node gone
 # from the `nodes` table. A screenshot goes to .build/observer/cluster.png, the nodes' output to
 # .build/observer/.

@@ -12,7 +12,8 @@ struct NodeOptions {
     /// Serve TroupeObserver's page for this node on 127.0.0.1 at this port (0: any free one).
     var observerPort: Int?
     var observerToken: String?
-    /// Hold the entity kind "demo" (TroupeClusterEntities): one idle entity per key.
+    /// Hold the entity kind "demo" (TroupeClusterEntities): one durable entity per key, its
+    /// events in a journal in memory.
     var entities = false
     /// Once the kind has `entityMembers` members, send one message to each of this many keys.
     var activate = 0

@@ -4,6 +4,7 @@ import Troupe
 import TroupeCluster
 import TroupeClusterEntities
 import TroupeObserver
+import TroupePersistence
 import TroupeVirtualActors
 
 #if canImport(Glibc)
@@ -96,15 +97,19 @@ if let port = options.observerPort {
     emit("OBSERVER \(observer?.url ?? "")")
 }
 emit("READY \(cluster.node)")
-var demo: ClusterEntityRegion<DemoEntity.Message>?
+var demo: ClusterEntityRegion<PersistentMessage<DemoEntity.Command>>?
 if options.entities {
     do {
-        let region = try await ClusterEntityRegion(
-            cluster: cluster, kind: EntityKind("demo", idleTimeout: nil) { _ in DemoEntity() })
+        let journal = Journal(store: InMemoryStore())
+        let region = try await ClusterEntityRegion(cluster: cluster, name: "demo", idleTimeout: nil) {
+            [actors] id in
+            actors.spawn(persistent: DemoEntity(persistenceID: PersistenceID(id.description)), journal: journal)
+                .actorRef
+        }
         demo = region
         if options.activate > 0 {
             try await region.awaitMembers(options.entityMembers, timeout: .seconds(60))
-            for key in 0..<options.activate { region.entity("demo-\(key)").tell(.touch) }
+            for key in 0..<options.activate { region.entity("demo-\(key)").tell(.command(.touch)) }
             emit("ENTITIES \(options.activate)")
         }
     } catch {

@@ -37,6 +37,16 @@ struct DurableClusterEntityTests {
             #expect(new.local.statistics.activations == moved.count, "the moved ones activated on their new home")
             #expect(new.statistics.sentToOtherNodes > 0, "the others' deposits were encoded and sent")
             #expect(new.statistics.undeliverable + old.statistics.undeliverable == 0)
+
+            // Each node reports its own journal's lag (the two nodes' systems are apart).
+            let loads = await new.loadByNode()
+            #expect(loads.count == 2)
+            for (node, journal) in zip(nodes, journals) {
+                let lag = try #require(loads.first { $0.node == node.cluster.node }?.journalLag, "\(loads)")
+                #expect(lag.journals == 1 && lag.queuedOperations == 0, "\(node.cluster.node): \(lag)")
+                #expect(lag.operations == journal.statistics.operations && lag.operations > 0)
+                #expect(lag.writeLatencyP99 != nil)
+            }
         }
         for journal in journals { await journal.shutdown() }
     }

@@ -39,7 +39,13 @@ import TroupeVirtualActors
                     guard let table = nodesTable(), table.rows.count == 3 else { return false }
                     return table.rows.compactMap { Int($0[1]) }.reduce(0, +) == 60
                 })
-            #expect(nodesTable()?.columns == ["node", "active", "activations_total", "age_ms"])
+            #expect(
+                nodesTable()?.columns == [
+                    "node", "active", "activations_total", "journal_queued", "write_p99_us", "age_ms",
+                ])
+            #expect(
+                nodesTable()?.rows.allSatisfy { $0[3] == "" && $0[4] == "" } == true,
+                "no journal on these nodes: the lag cells are empty")
             #expect(regions[1].loadWatch.isAsking)
             // Nobody reads: the asking stops (and nothing is asked until the next read).
             #expect(await waitUntil(timeout: .seconds(15), "the watch stops asking") { !regions[1].loadWatch.isAsking })

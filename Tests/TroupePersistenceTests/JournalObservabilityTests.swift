@@ -39,4 +39,33 @@ import TroupeTestSupport
         await system.shutdown()
         await journal.shutdown()
     }
+
+    /// `Journal.lag(in:)`: the journals a system's durable actors use, over all of them, and
+    /// nothing for a system that uses none.
+    @Test func aSystemsJournalLagCoversTheJournalsItsDurableActorsUse() async throws {
+        let (first, second) = (Journal(store: InMemoryStore()), Journal(store: InMemoryStore()))
+        let (system, bystander) = (makeTestSystem(), makeTestSystem())
+        #expect(Journal.lag(in: system) == nil, "no durable actor yet")
+        let account = system.spawn(persistent: Account(persistenceID: "lagging-1"), journal: first)
+        for amount in 1...5 { _ = try await account.ask(timeout: .seconds(10)) { .deposit(amount, $0) } }
+        var lag = try #require(Journal.lag(in: system))
+        #expect(lag.journals == 1 && lag.operations == 6 && lag.queuedOperations == 0)
+        let p99 = try #require(lag.writeLatencyP99)
+        #expect(p99 > .zero && p99 <= first.statistics.writeLatency.maximum)
+
+        let other = system.spawn(persistent: Account(persistenceID: "lagging-2"), journal: second)
+        _ = try await other.ask(timeout: .seconds(10)) { .deposit(1, $0) }
+        lag = try #require(Journal.lag(in: system))
+        #expect(lag.journals == 2 && lag.operations == 8, "\(lag)")
+        #expect(
+            Set(Journal.journals(in: system).map(ObjectIdentifier.init)) == [
+                ObjectIdentifier(first), ObjectIdentifier(second),
+            ])
+        #expect(Journal.lag(in: bystander) == nil, "another system's journals are not this one's")
+        #expect(lag.description.hasPrefix("2 journals: 0 queued, 8 operations, write p99 "))
+        await system.shutdown()
+        await bystander.shutdown()
+        await first.shutdown()
+        await second.shutdown()
+    }
 }

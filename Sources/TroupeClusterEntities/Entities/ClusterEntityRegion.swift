@@ -6,6 +6,7 @@ import Troupe
 internal import TroupeLocks
 import TroupeCluster
 import TroupeClusterMembership
+import TroupePersistence
 import TroupeVirtualActors
 
 /// A kind of virtual actor on a `ClusterSystem`: every identity has one home
@@ -152,17 +153,19 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
         // What the section reads, not the region: a weak reference would give the region a
         // side table, and every ClusterEntityRef copy's retain of it would take the slow path.
         let (localStatistics, node) = (local.statisticsReader, cluster.node)
+        // The system weakly: it holds this provider.
         cluster.actorSystem.provideSnapshotSection(key: SectionKey(kind: name, node: cluster.node.uid)) {
-            [name, counters, placement, asks, loadWatch] in
+            [name, counters, placement, asks, loadWatch, weak system = cluster.actorSystem] in
             guard !counters.regionGone.load(ordering: .acquiring) else { return nil }
             var section = Self.totals(counters: counters, placement: placement, asks: asks).section(instance: name)
             let known = loadWatch.read(
-                ask: {
+                ask: { [weak system] in
                     let statistics = localStatistics()
                     return await EntityHost.loads(
                         of: placement.withLock { $0.hosts },
                         local: NodeEntityLoad(
-                            node: node, active: statistics.active, activations: statistics.activations))
+                            node: node, active: statistics.active, activations: statistics.activations,
+                            journalLag: system.flatMap(Journal.lag(in:))))
                 },
                 isGone: { counters.regionGone.load(ordering: .acquiring) })
             section.tables.append(LoadWatch.table(known, now: .now))
@@ -247,7 +250,9 @@ public final class ClusterEntityRegion<Message: Codable & Sendable>: Sendable {
     /// This node's share.
     var localLoad: NodeEntityLoad {
         let statistics = local.statistics
-        return NodeEntityLoad(node: cluster.node, active: statistics.active, activations: statistics.activations)
+        return NodeEntityLoad(
+            node: cluster.node, active: statistics.active, activations: statistics.activations,
+            journalLag: Journal.lag(in: cluster.actorSystem))
     }
 
     /// The region's counters on this node now.

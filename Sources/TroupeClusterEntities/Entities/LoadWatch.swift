@@ -57,15 +57,19 @@ final class LoadWatch: Sendable {
 }
 
 extension LoadWatch {
-    /// The section's `nodes` table: each member's load and how old it is.
+    /// The section's `nodes` table: each member's load, its durable store's lag (empty cells
+    /// for a node without journals), and how old the row is.
     static func table(
         _ known: [(load: NodeEntityLoad, at: ContinuousClock.Instant)], now: ContinuousClock.Instant
     ) -> SnapshotSection.Table {
         SnapshotSection.Table(
-            "nodes", columns: ["node", "active", "activations_total", "age_ms"],
+            "nodes", columns: ["node", "active", "activations_total", "journal_queued", "write_p99_us", "age_ms"],
             rows: known.map { entry in
-                [
+                let lag = entry.load.journalLag
+                return [
                     "\(entry.load.node)", "\(entry.load.active)", "\(entry.load.activations)",
+                    lag.map { "\($0.queuedOperations)" } ?? "",
+                    lag?.writeLatencyP99.map { "\(Int($0 / .microseconds(1)))" } ?? "",
                     "\(Int((now - entry.at) / .milliseconds(1)))",
                 ]
             })

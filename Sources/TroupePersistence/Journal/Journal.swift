@@ -131,7 +131,7 @@ public final class Journal: Sendable {
     private let commitDuration = LatencyRecorder()
     let recoveryLatency = LatencyRecorder()
     /// The systems whose snapshots show this journal's section (weakly: a system may go first).
-    private let shownIn = Locked<[WeakSystem]>([])
+    let shownIn = Locked<[WeakSystem]>([])
     struct WeakSystem {
         weak var system: ActorSystem?
     }
@@ -438,13 +438,15 @@ extension Journal {
     /// Puts this journal's section in `system`'s snapshots, once per system: called at every
     /// durable spawn, it costs one uncontended lock when the system already shows it.
     func appear(in system: ActorSystem) {
-        let known = shownIn.withLock { shown in
-            if shown.contains(where: { $0.system === system }) { return true }
+        let (known, first) = shownIn.withLock { shown in
+            if shown.contains(where: { $0.system === system }) { return (true, false) }
+            let first = shown.isEmpty
             shown.removeAll { $0.system == nil }
             shown.append(WeakSystem(system: system))
-            return false
+            return (false, first)
         }
         if known { return }
+        if first { Journal.registerLive(self) }
         system.provideSnapshotSection(key: ObjectIdentifier(self)) { [weak self] in self?.snapshotSection }
     }
 }

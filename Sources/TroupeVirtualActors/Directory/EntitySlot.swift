@@ -55,8 +55,6 @@ final class EntitySlot<Message: Sendable>: KeyedSlot, @unchecked Sendable {  // 
     /// Which activation of the region this slot's current one is (for least-recently-used order).
     var activationNumber: UInt64 = 0
 
-    override init(key: String) { super.init(key: key) }
-
     deinit {
         assert(phase == .retired || phase == .vacant, "EntitySlot \(key) freed while \(phase)")
         if hasActivation { activationStorage.deinitialize(count: 1) }

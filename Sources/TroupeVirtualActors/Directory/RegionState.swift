@@ -12,6 +12,9 @@ import Troupe
 ///    └── retired ◀──nothing buffered── (terminated) ◀── draining ◀────────────── stopping
 ///                               └──────something buffered──────▶ flushing
 /// ```
+///
+/// A value type with a reference inside: `slots` is shared by every copy, so the state is never
+/// copied. It lives only inside the region's `Locked`, and is changed only through it.
 struct RegionState {
     /// Every slot of a region has the region's `Message` type. The table holds them untyped so
     /// that the region's state, and its lock, are not generic: generic, every lock taken from
