@@ -22,6 +22,9 @@ let package = Package(
         .library(name: "TroupeVirtualActors", targets: ["TroupeVirtualActors"]),
         // Virtual actors placed over the nodes of a TroupeCluster.
         .library(name: "TroupeClusterEntities", targets: ["TroupeClusterEntities"]),
+        // TroupeCluster's membership as a pure state machine (SWIM with Lifeguard, gossip):
+        // driven by TroupeCluster, and by anyone who runs it over a transport or a simulation.
+        .library(name: "TroupeClusterMembership", targets: ["TroupeClusterMembership"]),
         // The cluster at a thousand nodes, simulated on virtual time (the real membership code).
         .library(name: "TroupeClusterSimulator", targets: ["TroupeClusterSimulator"]),
         // A live page into a running system, over HTTP and WebSocket (SwiftNIO's).

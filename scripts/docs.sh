@@ -13,7 +13,8 @@ modules=("$@")
 if [ ${#modules[@]} -eq 0 ]; then
     modules=(Troupe TroupePromises TroupePubSub TroupeSupervision TroupeMetrics TroupeServiceLifecycle TroupeTracing
         TroupeTesting TroupeCluster TroupeClusterTLS TroupePersistence TroupePersistenceSQLite TroupePersistencePostgres
-        TroupeVirtualActors TroupeClusterEntities TroupeClusterSimulator TroupeObserver TroupeObserverTLS)
+        TroupeVirtualActors TroupeClusterEntities TroupeClusterMembership TroupeClusterSimulator TroupeObserver
+        TroupeObserverTLS)
 fi
 rm -rf "$out" && mkdir -p "$out"
 targets=()

@@ -131,7 +131,10 @@ public struct SWIMStateMachine: Sendable {
         var roundsLeft: Int
     }
 
+    /// Stops the process if `settings` has a ``ClusterMembershipSettings/problem``: out-of-range
+    /// timing would make the machine probe without pause or never suspect anyone.
     public init(myself: ClusterNode, settings: ClusterMembershipSettings = ClusterMembershipSettings(), seed: UInt64) {
+        if let problem = settings.problem { fatalError("invalid SWIM settings: \(problem)") }
         self.myself = myself
         self.settings = settings
         generator = SplitMix(seed: seed ^ myself.uid)
@@ -773,6 +776,39 @@ public struct ClusterMembershipSettings: Sendable {
     public var maximumRememberedDiscoveries = 256
 
     public init() {}
+
+    /// Why these settings cannot be used, or nil: a length of time that must be above zero
+    /// (`probeInterval`, `pingTimeout`, `suspicionTimeout`, `gossipInterval`), a negative
+    /// `downAfter` or count, or a `suspicionMaximumMultiplier` below 1. The text names the
+    /// setting as `membership.<name>`, its value and what it may be.
+    ///
+    /// `ClusterSystem` and the cluster simulator refuse such settings with a typed error;
+    /// ``SWIMStateMachine/init(myself:settings:seed:)`` stops with this text.
+    public var problem: String? {
+        let lengths: [(String, Duration)] = [
+            ("probeInterval", probeInterval), ("pingTimeout", pingTimeout),
+            ("suspicionTimeout", suspicionTimeout), ("gossipInterval", gossipInterval),
+        ]
+        for (name, value) in lengths where value <= .zero {
+            return "membership.\(name) is a length of time above zero, not \(value)"
+        }
+        if downAfter < .zero { return "membership.downAfter is a length of time, zero or more, not \(downAfter)" }
+        if suspicionMaximumMultiplier < 1 {
+            return
+                "membership.suspicionMaximumMultiplier is 1 (no Lifeguard stretch) or more, not \(suspicionMaximumMultiplier)"
+        }
+        let counts: [(String, Int)] = [
+            ("indirectProbes", indirectProbes), ("suspicionConfirmations", suspicionConfirmations),
+            ("maximumLocalHealthMultiplier", maximumLocalHealthMultiplier), ("gossipPerMessage", gossipPerMessage),
+            ("gossipRepeats", gossipRepeats), ("joinPushFanOut", joinPushFanOut), ("gossipFanOut", gossipFanOut),
+            ("gossipRounds", gossipRounds), ("maximumTombstones", maximumTombstones),
+            ("maximumRememberedDiscoveries", maximumRememberedDiscoveries),
+        ]
+        for (name, value) in counts where value < 0 {
+            return "membership.\(name) is a count, 0 or more, not \(value)"
+        }
+        return nil
+    }
 }
 
 /// SplitMix64, for the probe order: the same seed, the same schedule.

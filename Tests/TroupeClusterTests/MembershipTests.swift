@@ -163,6 +163,12 @@ struct HandshakeTests {
             _ = try await ClusterSystem(
                 settings: ClusterSettings(port: 70_000, secret: testSecret), actorSystem: actors)
         }
+        var noPause = ClusterSettings(secret: testSecret)
+        noPause.membership.probeInterval = .zero
+        let refused = await #expect(throws: ClusterStartError.self) {
+            _ = try await ClusterSystem(settings: noPause, actorSystem: actors)
+        }
+        #expect(refused?.description.contains("membership.probeInterval") == true, "\(String(describing: refused))")
         let node = try await startNode()
         await #expect(throws: ClusterStartError.self) {
             _ = try await ClusterSystem(

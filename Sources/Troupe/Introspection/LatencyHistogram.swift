@@ -104,8 +104,10 @@ extension LatencyHistogram: CustomStringConvertible {
             "n=\(samples), p50 \(Self.format(percentile(0.5))), p99 \(Self.format(percentile(0.99))), max \(Self.format(maximum))"
     }
 
-    /// A duration with three significant figures in the largest fitting unit.
-    static func format(_ duration: Duration) -> String {
+    /// A duration as this histogram's description and the system's snapshots print it: three
+    /// significant figures in the largest unit that fits (`"412 µs"`, `"3.41 ms"`, `"1.5 s"`), for
+    /// modules that print latencies beside them. Any thread.
+    public static func format(_ duration: Duration) -> String {
         let nanoseconds = Double(duration.nanoseconds)
         let (value, unit): (Double, String) =
             switch nanoseconds {

@@ -40,7 +40,9 @@ public struct ClusterSettings: Sendable {
     /// What a connection may cost before and after its peer proves the secret: frame sizes,
     /// connection counts, handshake rate, read timeouts (see <doc:RunningACluster#Threat-model>).
     public var limits: ClusterConnectionLimits
-    /// SWIM's timing (probe interval, ping timeout, suspicion, downing).
+    /// SWIM's timing (probe interval, ping timeout, suspicion, downing). Values out of range
+    /// (`ClusterMembershipSettings.problem`) make the system's init throw
+    /// ``ClusterStartError/invalidSetting(_:)``.
     public var membership: ClusterMembershipSettings
     /// How arguments and results are encoded (default ``BinaryClusterCoder``; ``JSONClusterCoder``
     /// is readable). Every node of a cluster must use the same.

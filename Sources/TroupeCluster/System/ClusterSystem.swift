@@ -92,6 +92,7 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
             throw .invalidSetting("port \(settings.port) is outside 0...65535")
         }
         if let problem = settings.limits.problem { throw .invalidSetting(problem) }
+        if let problem = settings.membership.problem { throw .invalidSetting(problem) }
         guard settings.limits.unauthenticatedFrameSize <= settings.maximumFrameSize else {
             throw .invalidSetting(
                 "limits.unauthenticatedFrameSize \(settings.limits.unauthenticatedFrameSize) exceeds maximumFrameSize \(settings.maximumFrameSize)"

@@ -112,8 +112,6 @@ extension ClusterSimulationSettings {
             refuse("handshakeTimeout is a length of time above zero, not \(handshakeTimeout)")
         }
         if traceCapacity < 0 { refuse("traceCapacity is a count of trace lines, 0 or more, not \(traceCapacity)") }
-        if membership.probeInterval <= .zero {
-            refuse("membership.probeInterval is a length of time above zero, not \(membership.probeInterval)")
-        }
+        if let problem = membership.problem { refuse(problem) }
     }
 }

@@ -21,16 +21,11 @@ public struct JournalLag: Sendable, Hashable, Codable, CustomStringConvertible {
         self.writeLatencyP99 = writeLatencyP99
     }
 
-    /// "2 journals: 0 queued, 8 operations, write p99 412 µs" (milliseconds from 1 ms).
+    /// "2 journals: 0 queued, 8 operations, write p99 412 µs" (the p99 as
+    /// `LatencyHistogram.format(_:)` prints it).
     public var description: String {
         "\(journals) journal\(journals == 1 ? "" : "s"): \(queuedOperations) queued, \(operations) operations, "
-            + "write p99 \(writeLatencyP99.map(Self.readable) ?? "none yet")"
-    }
-
-    private static func readable(_ latency: Duration) -> String {
-        let microseconds = Double(latency.components.seconds) * 1e6 + Double(latency.components.attoseconds) / 1e12
-        if microseconds < 1_000 { return "\(Int(microseconds.rounded())) µs" }
-        return "\((microseconds / 100).rounded() / 10) ms"
+            + "write p99 \(writeLatencyP99.map(LatencyHistogram.format) ?? "none yet")"
     }
 }
 
