@@ -782,8 +782,9 @@ public struct ClusterMembershipSettings: Sendable {
     /// `downAfter` or count, or a `suspicionMaximumMultiplier` below 1. The text names the
     /// setting as `membership.<name>`, its value and what it may be.
     ///
-    /// `ClusterSystem` and the cluster simulator refuse such settings with a typed error;
-    /// ``SWIMStateMachine/init(myself:settings:seed:)`` stops with this text.
+    /// `ClusterSystem.init` throws `ClusterStartError.invalidSetting` with this text;
+    /// `ClusterSimulation.init` and ``SWIMStateMachine/init(myself:settings:seed:)`` stop the
+    /// process with it.
     public var problem: String? {
         let lengths: [(String, Duration)] = [
             ("probeInterval", probeInterval), ("pingTimeout", pingTimeout),
