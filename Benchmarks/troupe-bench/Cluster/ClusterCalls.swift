@@ -166,7 +166,8 @@ func clusterCallRows(_ options: ClusterBenchOptions) async throws -> [ClusterRow
         note: "a task awaits echo(String) on the other node; binary coder (the default)\(placement)",
         histogram: remote64)
     row64.allocationsPerOperation = Double(remote64Allocations) / Double(rounds / block * block)
-    row64.target = .latencyWithin(1.5, of: "Raw NIO round trip, 64 B (awaited from a task)")
+    // Issue 28 keeps 1.1× (issue 17 had set 1.5×).
+    row64.target = .latencyWithin(1.1, of: "Raw NIO round trip, 64 B (awaited from a task)")
     rows.append(row64)
     for (size, label) in [(1024, "1 KiB"), (65536, "64 KiB")] {
         clusterProgress("remote calls, \(label)")
