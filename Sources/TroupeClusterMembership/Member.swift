@@ -12,6 +12,20 @@ public struct ClusterNode: Hashable, Sendable, Codable, CustomStringConvertible 
     }
 
     public var description: String { "\(host):\(port)#\(uid)" }
+
+    /// Equal when the uid, the port and the host are: the uid, which tells runs apart, first.
+    public static func == (left: ClusterNode, right: ClusterNode) -> Bool {
+        left.uid == right.uid && left.port == right.port && left.host == right.host
+    }
+
+    /// Hashes the uid and the port, not the host's characters: each run draws its 64-bit uid at
+    /// random, so members already differ there, and tables keyed by members (SWIM's, on every
+    /// message) then hash two integers. Entries that share both are one run claimed at several
+    /// hosts, which only a proven member could gossip and which admission bounds.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(uid)
+        hasher.combine(port)
+    }
 }
 
 /// What a member knows about another: SWIM's states, ordered by incarnation.
