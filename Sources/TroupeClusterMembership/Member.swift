@@ -4,27 +4,47 @@ public struct ClusterNode: Hashable, Sendable, Codable, CustomStringConvertible 
     public let host: String
     public let port: Int
     public let uid: UInt64
+    /// The host's hash, taken once: tables keyed by members (SWIM's, on every message) then hash
+    /// three integers instead of the host's characters each time. Swift's hash is seeded per
+    /// process, so a peer cannot choose hosts that collide, and the value is never encoded.
+    private let hostHash: Int
 
     public init(host: String, port: Int, uid: UInt64) {
         self.host = host
         self.port = port
         self.uid = uid
+        hostHash = host.hashValue
     }
 
     public var description: String { "\(host):\(port)#\(uid)" }
 
     /// Equal when the uid, the port and the host are: the uid, which tells runs apart, first.
     public static func == (left: ClusterNode, right: ClusterNode) -> Bool {
-        left.uid == right.uid && left.port == right.port && left.host == right.host
+        left.uid == right.uid && left.port == right.port && left.hostHash == right.hostHash && left.host == right.host
     }
 
-    /// Hashes the uid and the port, not the host's characters: each run draws its 64-bit uid at
-    /// random, so members already differ there, and tables keyed by members (SWIM's, on every
-    /// message) then hash two integers. Entries that share both are one run claimed at several
-    /// hosts, which only a proven member could gossip and which admission bounds.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(uid)
         hasher.combine(port)
+        hasher.combine(hostHash)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case host, port, uid
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            host: try container.decode(String.self, forKey: .host), port: try container.decode(Int.self, forKey: .port),
+            uid: try container.decode(UInt64.self, forKey: .uid))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(host, forKey: .host)
+        try container.encode(port, forKey: .port)
+        try container.encode(uid, forKey: .uid)
     }
 }
 

@@ -26,7 +26,8 @@
 ///   sender of a message, or through `heard(from:now:)` (the caller's authenticated peers).
 ///   Gossip naming an unknown member yields `.discovered` (at most once per `probeInterval` per
 ///   member, from a memory of `maximumRememberedDiscoveries`); the caller dials it and joins it
-///   when its handshake completes.
+///   when its handshake completes. Gossip that a member held down here is alive yields
+///   `.discovered` too: the caller's dial tells it, in the handshake, that it is down.
 /// - Down needs this node's own evidence: `suspect` or `unreachable` gossip about another
 ///   member makes it at most suspect here and probes it at once, so that a live member clears
 ///   itself; only this node's own suspicion timer (or `confirmUnreachable`) makes it
@@ -445,6 +446,15 @@ public struct SWIMStateMachine: Sendable {
         }
         switch item.status {
         case .alive:
+            if known.status == .down {
+                // Another member has it alive: it still runs and has not learned it is down here.
+                // A dial tells it (the handshake refuses it with a proved "you are down", or it
+                // refuses this node the same way if it holds this node down). Two nodes that held
+                // each other down after a healed partition otherwise never spoke again, while
+                // every other member had both alive (the simulator, seed 27585). Its own word is
+                // not such news: no member that holds it down reads it.
+                return item.member == sender ? [] : discover(item.member, now: now)
+            }
             guard item.status.supersedes(known.status) else { return [] }
             return change(item.member, to: item.status, now: now)
         case .suspect(let i), .unreachable(let i):
@@ -711,7 +721,9 @@ public enum SWIMDirective: Hashable, Sendable {
     case event(ClusterMembershipEvent)
     /// Gossip named `member`, unknown here: dial it, and call `join([member])` once its
     /// handshake completes (gossip alone never admits a member). Repeated at most once a probe
-    /// interval per member.
+    /// interval per member. Also for a member held down here that another member has alive:
+    /// the dial is to tell it it is down (the handshake's proved notice; `join` ignores a member
+    /// already in the table, down ones included).
     case discovered(ClusterNode)
     /// A ping to `member` was acked directly after `roundTrip` (the link's round trip, as the
     /// caller's clock measured it: for the caller's statistics only).

@@ -1,8 +1,9 @@
+import Foundation
 import Testing
 import TroupeClusterMembership
 
-/// A member's identity as a key: equal only when uid, port and host all are, whatever the hash
-/// leaves out.
+/// A member's identity as a key: equal only when uid, port and host all are; encoded as those
+/// three fields (the host's hash, taken at init, stays in the process).
 @Suite("ClusterNode: equality and hashing")
 struct ClusterNodeTests {
     @Test func nodesAreEqualOnlyWhenUidPortAndHostAre() {
@@ -15,7 +16,7 @@ struct ClusterNodeTests {
     }
 
     @Test func aTableKeepsMembersThatShareAUidAndAPortApart() {
-        // The hash leaves the host out: these collide, and the table must still tell them apart.
+        // Only the host tells these apart (the hash takes it once, at init).
         let hosts = (0..<200).map { "10.0.\($0 / 250).\($0 % 250)" }
         var statuses: [ClusterNode: ClusterMemberStatus] = [:]
         for (index, host) in hosts.enumerated() {
@@ -28,5 +29,15 @@ struct ClusterNodeTests {
         #expect(statuses[ClusterNode(host: "10.0.9.9", port: 7337, uid: 1)] == nil)
         let set = Set(hosts.map { ClusterNode(host: $0, port: 7337, uid: 1) })
         #expect(set.count == hosts.count)
+    }
+
+    @Test func aDecodedNodeEqualsTheEncodedOneAndEncodesOnlyItsThreeFields() throws {
+        let node = ClusterNode(host: "10.0.0.1", port: 7337, uid: 42)
+        let data = try JSONEncoder().encode(node)
+        let decoded = try JSONDecoder().decode(ClusterNode.self, from: data)
+        #expect(decoded == node)
+        #expect(decoded.hashValue == node.hashValue)
+        let fields = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        #expect(fields.map { Set($0.keys) } == ["host", "port", "uid"])
     }
 }

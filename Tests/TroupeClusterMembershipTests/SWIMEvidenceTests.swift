@@ -154,10 +154,23 @@ struct SWIMEvidenceTests {
         let out = machine.receive(gossip((Self.b, .down)), from: Self.c, now: .milliseconds(1_100))
         #expect(machine.status(of: Self.b) == .down)
         #expect(events(out) == [ClusterMembershipEvent(member: Self.b, status: .down)])
-        // Nothing brings the tombstone back.
+        // Nothing brings the tombstone back; that another member has it alive gets it dialled
+        // (its handshake tells it it is down), once a probe interval.
         let revived = machine.receive(gossip((Self.b, .alive(incarnation: 9))), from: Self.c, now: .seconds(2))
         #expect(machine.status(of: Self.b) == .down)
-        #expect(events(revived).isEmpty && discovered(revived).isEmpty)
+        #expect(events(revived).isEmpty)
+        #expect(discovered(revived) == [Self.b])
+        let again = machine.receive(gossip((Self.b, .alive(incarnation: 9))), from: Self.c, now: .milliseconds(2_500))
+        #expect(discovered(again).isEmpty, "once a probe interval")
+        #expect(
+            discovered(machine.receive(gossip((Self.b, .alive(incarnation: 9))), from: Self.c, now: .seconds(3))) == [
+                Self.b
+            ])
+        // Its own word, which no member that holds it down reads, is no such news.
+        #expect(
+            discovered(machine.receive(gossip((Self.b, .alive(incarnation: 9))), from: Self.b, now: .seconds(5)))
+                .isEmpty)
+        #expect(machine.status(of: Self.b) == .down)
     }
 
     @Test func aSuspicionOfThisNodeAtTheHighestIncarnationSaturates() {

@@ -382,3 +382,17 @@ struct ClusterSimulationTests {
         #expect(!FaultSchedule.random(seed: 3, nodes: 5, window: .seconds(10), count: 4, settings: membership).isEmpty)
     }
 }
+
+/// Schedules that `troupe-bench cluster-sim --only schedules` found broken, replayed as it runs
+/// them (``SeededScheduleRun``), with the whole trace.
+@Suite("Cluster simulator: schedules found broken, replayed")
+struct ReplayedScheduleTests {
+    @Test func twoNodesThatHeldEachOtherDownAfterAPartitionDoNotStayApart() {
+        // A partition [1, 2, 4] | [0, 3, 5, 6]: nodes 1 and 6 each had the other down; after the
+        // heal every other member had both alive, and the two never spoke again.
+        let run = SeededScheduleRun(seed: 27585, traceCapacity: 100_000)
+        #expect(run.nodes == 6)
+        #expect(run.violations.isEmpty, "\(run.simulation.trace)")
+        #expect(run.simulation.report.removals > 0)
+    }
+}

@@ -275,19 +275,8 @@ struct ClusterSimulationBench: ParsableCommand {
         var failures = 0
         for offset in 0..<count {
             let scheduleSeed = seed &+ 10_000 &+ UInt64(offset)
-            let size = 5 + Int(scheduleSeed % 4)
-            var settings = ClusterSimulationSettings(nodes: size, seed: scheduleSeed, membership: membership)
-            settings.loss = 0.01
-            settings.traceCapacity = 80
-            settings.registrationsPerNode = 3
-            settings.registrationChurn = .seconds(2)
-            let simulation = ClusterSimulation(settings)
-            let window = Duration.seconds(40)
-            simulation.schedule(
-                FaultSchedule.random(seed: scheduleSeed, nodes: size, window: window, count: 4, settings: membership))
-            let settle = settings.detectionBound + .seconds(10)
-            simulation.run(until: window + settle)
-            let violations = simulation.checkSettled(after: settle)
+            let run = SeededScheduleRun(seed: scheduleSeed, membership: membership)
+            let (simulation, violations) = (run.simulation, run.violations)
             falseDowns += simulation.report.falseDowns
             removals += simulation.report.removals
             handshakes += simulation.report.handshakesCompleted
@@ -298,7 +287,7 @@ struct ClusterSimulationBench: ParsableCommand {
             if !violations.isEmpty {
                 failures += 1
                 if firstFailure == nil {
-                    firstFailure = "seed \(scheduleSeed) (\(size) nodes): \(violations)\n\(simulation.trace)"
+                    firstFailure = "seed \(scheduleSeed) (\(run.nodes) nodes): \(violations)\n\(simulation.trace)"
                 }
             }
         }
@@ -314,7 +303,10 @@ struct ClusterSimulationBench: ParsableCommand {
         print(
             "schedules | 5–8 | receptionist updates sent (3 actors per node, one out and one in every 2 s; every listing checked after the faults) | \(listingUpdates) |"
         )
-        if let firstFailure { print("\nFIRST FAILING SCHEDULE\n\(firstFailure)") }
+        if let firstFailure {
+            print(
+                "\nFIRST FAILING SCHEDULE (replay: SeededScheduleRun(seed:), TroupeClusterSimulator)\n\(firstFailure)")
+        }
         return failures > 0
     }
 }

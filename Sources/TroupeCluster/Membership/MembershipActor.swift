@@ -123,8 +123,11 @@ extension ClusterSystem {
     /// admitted by its own handshake (``MembershipActor/Message/associated(_:)``) and never on
     /// another member's word. At most ``maximumDiscoveryDials`` at once: a member gossiping
     /// thousands of made-up names costs a few failed dials, each bounded by the connect timeout.
+    /// A member held down here that another member has alive is dialled too: its handshake
+    /// tells it, with a proved "you are down" (or tells this node, if the member holds it down).
     func dialDiscovered(_ member: ClusterNode) {
-        guard !shutDown, currentAssociation(to: member) == nil, !isDown(member) else { return }
+        guard !shutDown, currentAssociation(to: member) == nil else { return }
+        let heldDown = isDown(member)
         guard discoveryDials.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumDiscoveryDials else {
             discoveryDials.wrappingSubtract(1, ordering: .relaxed)
             return
@@ -132,7 +135,13 @@ extension ClusterSystem {
         Task {
             defer { self.discoveryDials.wrappingSubtract(1, ordering: .relaxed) }
             do {
-                _ = try await self.association(to: member)
+                // `association(to:)` refuses to dial a member held down; the address is dialled
+                // instead, and the handshake refuses the member once it proves who it is.
+                if heldDown {
+                    _ = try await self.association(toAddress: NodeAddress(member))
+                } else {
+                    _ = try await self.association(to: member)
+                }
             } catch {
                 self.logger.debug("could not dial \(PeerText(member.description)), named in gossip: \(error)")
             }
