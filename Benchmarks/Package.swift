@@ -52,6 +52,7 @@ let package = Package(
                 .product(name: "TroupeVirtualActors", package: "Troupe"),
                 .product(name: "TroupeClusterEntities", package: "Troupe"),
                 .product(name: "TroupeClusterSimulator", package: "Troupe"),
+                .product(name: "TroupeTesting", package: "Troupe"),
                 .product(name: "TroupeObserver", package: "Troupe"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(

@@ -2,10 +2,14 @@
 # Instructions per TroupeCluster remote call, from valgrind's callgrind: a figure that does not
 # drift with this VM's load, unlike calls per second (which moved ±30 % and more between runs).
 #
-# Usage: scripts/cluster-instructions.sh [--global-executor] [TROUPE_BENCH]
+# Usage: scripts/cluster-instructions.sh [--global-executor] [--in-flight N] [--raw-nio] [TROUPE_BENCH]
 #   TROUPE_BENCH: a troupe-bench binary to measure (default: build Benchmarks' release one).
 #   --global-executor: the calling tasks run on Swift's global executor (default: on the calling
 #   node's Troupe task executor, as a ClusterActor's calls do).
+#   --in-flight N: calls in flight (default 64; `--global-executor --in-flight 1` is the form of
+#   the latency rows' 64 B remote call).
+#   --raw-nio: the latency rows' baseline instead, an awaited raw NIO round trip of 64 B from a
+#   task on the global executor (the 64 B call's bound, 1.1x, is against its time).
 #
 # Runs `troupe-bench cluster --profile-calls N` (two nodes in one process over loopback TCP, 64
 # calls in flight from tasks on the calling node's task executor) under callgrind at two counts.
@@ -21,10 +25,15 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 1; }
 
 flags=()
-if [ "${1:-}" = --global-executor ]; then
-    flags=(--profile-global-executor)
-    shift
-fi
+unit="remote call"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --global-executor) flags+=(--profile-global-executor); shift ;;
+        --in-flight) flags+=(--profile-in-flight "$2"); shift 2 ;;
+        --raw-nio) flags+=(--profile-raw-nio); unit="awaited raw NIO round trip"; shift ;;
+        *) break ;;
+    esac
+done
 bench=${1:-}
 if [ -z "$bench" ]; then
     swift build --package-path Benchmarks -c release --product troupe-bench >&2
@@ -51,4 +60,4 @@ echo "# scripts/cluster-instructions.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(npr
 echo "# troupe-bench cluster --profile-calls $small and $large ${flags[*]} under callgrind"
 echo "instructions at $small calls: ${total[$small]}"
 echo "instructions at $large calls: ${total[$large]}"
-echo "instructions per remote call (both nodes, user space): $per_call"
+echo "instructions per $unit (both ends, user space): $per_call"

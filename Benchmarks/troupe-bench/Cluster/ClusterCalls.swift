@@ -247,6 +247,16 @@ private func throughputRow(
 /// `count` calls of echo("x"), `inFlight` at a time from tasks on the calling node's task executor (or
 /// on Swift's global executor), after the same warm-up as the rows; returns how many were
 /// answered.
+/// `--profile-calls N --profile-raw-nio`: a warm-up, then `count` awaited raw NIO round trips of
+/// 64 B, the latency rows' baseline, and nothing else.
+func profiledRawRounds(_ count: Int) async throws -> Int {
+    let raw = try await RawNIOEcho(size: 64)
+    for _ in 0..<100 { try await raw.awaitedRound() }
+    for _ in 0..<count { try await raw.awaitedRound() }
+    await raw.close()
+    return count
+}
+
 func profiledCalls(_ count: Int, inFlight: Int, onGlobalExecutor: Bool) async throws -> Int {
     let nodes = try await TwoNodes()
     for _ in 0..<100 { _ = try await nodes.remote.echo("x") }

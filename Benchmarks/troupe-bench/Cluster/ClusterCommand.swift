@@ -68,6 +68,13 @@ struct ClusterBench: ParsableCommand {
         help: "With --profile-calls: how many calls are in flight (default 64; 1 profiles the latency rows' form).")
     var profileInFlight = 64
 
+    @Flag(
+        name: .customLong("profile-raw-nio"),
+        help: ArgumentHelp(
+            "With --profile-calls: awaited raw NIO round trips of 64 B instead (one at a time, from a task on "
+                + "Swift's global executor, as the latency rows' raw row): the baseline's instructions."))
+    var profileRawNIO = false
+
     var binary: String {
         nodeBinary ?? ProcessInfo.processInfo.environment["TROUPE_CLUSTER_NODE"] ?? ".build/release/troupe-cluster-node"
     }
@@ -136,9 +143,13 @@ extension ClusterBench {
         Task.detached {
             let outcome: Result<Int, any Error>
             do {
-                outcome = .success(
-                    try await profiledCalls(
-                        count, inFlight: profileInFlight, onGlobalExecutor: profileGlobalExecutor))
+                if profileRawNIO {
+                    outcome = .success(try await profiledRawRounds(count))
+                } else {
+                    outcome = .success(
+                        try await profiledCalls(
+                            count, inFlight: profileInFlight, onGlobalExecutor: profileGlobalExecutor))
+                }
             } catch {
                 outcome = .failure(error)
             }
@@ -146,6 +157,7 @@ extension ClusterBench {
             done.signal()
         }
         done.wait()
-        print("\(try result.withLock { $0! }.get()) remote calls answered")
+        let answered = try result.withLock { $0! }.get()
+        print("\(answered) \(profileRawNIO ? "raw NIO round trips" : "remote calls answered")")
     }
 }

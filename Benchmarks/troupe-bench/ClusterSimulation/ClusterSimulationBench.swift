@@ -273,6 +273,7 @@ struct ClusterSimulationBench: ParsableCommand {
         var listingUpdates = 0
         var firstFailure: String?
         var failures = 0
+        var brokenSeeds: [UInt64] = []
         for offset in 0..<count {
             let scheduleSeed = seed &+ 10_000 &+ UInt64(offset)
             let run = SeededScheduleRun(seed: scheduleSeed, membership: membership)
@@ -286,6 +287,7 @@ struct ClusterSimulationBench: ParsableCommand {
             listingUpdates += simulation.report.receptionistUpdates
             if !violations.isEmpty {
                 failures += 1
+                if brokenSeeds.count < 20 { brokenSeeds.append(scheduleSeed) }
                 if firstFailure == nil {
                     firstFailure = "seed \(scheduleSeed) (\(run.nodes) nodes): \(violations)\n\(simulation.trace)"
                 }
@@ -303,6 +305,10 @@ struct ClusterSimulationBench: ParsableCommand {
         print(
             "schedules | 5–8 | receptionist updates sent (3 actors per node, one out and one in every 2 s; every listing checked after the faults) | \(listingUpdates) |"
         )
+        if !brokenSeeds.isEmpty {
+            let more = failures > brokenSeeds.count ? ", …" : ""
+            print("\nBROKEN SEEDS: \(brokenSeeds.map(String.init).joined(separator: ", "))\(more)")
+        }
         if let firstFailure {
             print(
                 "\nFIRST FAILING SCHEDULE (replay: SeededScheduleRun(seed:), TroupeClusterSimulator)\n\(firstFailure)")

@@ -25,7 +25,9 @@ struct ClusterEntitiesBench: ParsableCommand {
             activation there. Placement is computed (rendezvous hashing over the members), so there \
             is no directory lookup to miss: the remote row is what the issue calls "remote with a \
             directory miss". The throughput rows send from all three nodes at once and check every \
-            entity's count at the end.
+            entity's count at the end. The race rows ask identities never used before from all three \
+            nodes at once while a fourth node joins and leaves, and count activations alive on two \
+            nodes at once (duplicates).
             """)
 
     @ParentCommand var parent: TroupeBench
@@ -33,6 +35,19 @@ struct ClusterEntitiesBench: ParsableCommand {
 
     @Option(help: "Entities for the throughput rows (default 100,000; 10,000 with --quick).")
     var entities: Int?
+
+    @Option(
+        help:
+            "First-call races: new identities each asked by all three nodes at once (default 1,000,000; 20,000 with --quick)."
+    )
+    var races: Int?
+
+    @Option(help: "The races' seed (their order).")
+    var raceSeed: UInt64 = 1
+
+    func validate() throws {
+        if let races, races < 1 { throw ValidationError("--races needs a positive count, got \(races)") }
+    }
 
     func run() throws {
         let command = self
@@ -163,6 +178,8 @@ struct ClusterEntitiesBench: ParsableCommand {
         print("activations per node at the end | count | \(active.map(String.init).joined(separator: " / ")) |")
 
         try await measureRebalance(entityCount: entityCount, clusters: clusters, logger: logger)
+        try await measureFirstCallRaces(
+            count: races ?? (quick ? 20_000 : 1_000_000), seed: raceSeed, clusters: clusters, logger: logger)
         for cluster in clusters { await cluster.shutdown() }
         for system in systems { await system.shutdown() }
     }

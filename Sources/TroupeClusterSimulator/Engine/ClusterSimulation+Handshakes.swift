@@ -202,15 +202,20 @@ extension ClusterSimulation {
     /// segment comes late, after a retransmission; a cut link leaves the handshake to its
     /// deadline.
     private func transmit(_ envelope: WireEnvelope, on number: Int, toResponder: Bool, after delay: Int64 = 0) {
-        guard let connection = connections[number] else { return }
+        guard var connection = connections[number] else { return }
         let (from, to, uid) =
             toResponder
             ? (connection.initiator, connection.responder, connection.responderUID)
             : (connection.responder, connection.initiator, connection.initiatorUID)
-        guard let at = network.reliableArrival(from: from, to: to, now: nowNanoseconds + delay, using: &generator)
+        let previous = toResponder ? connection.lastArrivalAtResponder : connection.lastArrivalAtInitiator
+        guard
+            let at = network.reliableArrival(
+                from: from, to: to, now: nowNanoseconds + delay, after: previous, using: &generator)
         else {
             return
         }
+        if toResponder { connection.lastArrivalAtResponder = at } else { connection.lastArrivalAtInitiator = at }
+        connections[number] = connection
         queue.push(.handshake(node: to, uid: uid, connection: number, envelope: envelope), at: at)
     }
 

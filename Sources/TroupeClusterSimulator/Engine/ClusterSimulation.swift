@@ -311,6 +311,8 @@ public final class ClusterSimulation {
         case .restart(let index):
             guard nodes.indices.contains(index), !nodes[index].isRunning else { return }
             accountUptime(until: nowNanoseconds)
+            // What was still sent to the last run after it ended is no connection of this one.
+            network.closeLinks(of: index)
             nodes[index] = makeNode(index: index, host: nodes[index].node.host)
             startRegistrations(index, inFormedCluster: false)
             joinThroughALiveNode(index)
@@ -366,7 +368,11 @@ public final class ClusterSimulation {
         record.witnessUIDs = record.witnesses.map { nodes[$0].node.uid }
         crashByUID[member.uid] = report.crashes.count
         report.crashes.append(record)
-        guard !silently else { return }
+        guard !silently else {
+            // Nobody hears of it, but its machine's connections are gone with it.
+            network.closeLinks(of: index)
+            return
+        }
         closeConnections(of: index)
     }
 
@@ -374,6 +380,7 @@ public final class ClusterSimulation {
     /// latency.
     func closeConnections(of index: Int) {
         let member = nodes[index].node
+        network.closeLinks(of: index)
         for peer in nodes.indices where nodes[peer].isRunning && nodes[index].peers.contains(nodes[peer].node.uid) {
             let at = nowNanoseconds + network.latency.sample(using: &generator)
             queue.push(.connectionLost(node: peer, uid: nodes[peer].node.uid, member: member), at: at)
@@ -436,6 +443,7 @@ public final class ClusterSimulation {
             }
             // TroupeCluster's `memberDown`: the observer closes their connection; the member
             // hears it and redials, and the refusal tells it (`removedByNotice`).
+            network.closeLink(between: observer, and: index)
             if nodes[observer].peers.remove(member.uid) != nil, !network.isCut(from: observer, to: index) {
                 queue.push(
                     .connectionLost(node: index, uid: member.uid, member: nodes[observer].node),

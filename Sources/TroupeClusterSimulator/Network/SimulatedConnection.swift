@@ -22,6 +22,9 @@ struct SimulatedConnection {
     var responderEnd: HandshakeStateMachine?
     /// For a stranger's connection: what it tries once challenged.
     let stranger: StrangerTactic?
+    /// When the latest envelope each way arrives: the connection keeps its own order.
+    var lastArrivalAtResponder: Int64 = 0
+    var lastArrivalAtInitiator: Int64 = 0
 
     var isStrangers: Bool { initiator == Self.strangerIndex }
 
