@@ -27,7 +27,11 @@ struct Node {
 /// downed node shuts its cluster down (CI rehearsal, 2026-11-28).
 /// `logger`: the node's (its regions log through it); by default, the level from the
 /// environment.
-func startNode(seeds: [ClusterNode] = [], logger: Logger? = nil) async throws -> Node {
+/// `transport`: the node's (TCP on loopback by default); the delayed-lines tests pass a
+/// `FaultInjectingTransport`.
+func startNode(
+    seeds: [ClusterNode] = [], logger: Logger? = nil, transport: (any ClusterTransport)? = nil
+) async throws -> Node {
     let actors = makeTestSystem(name: "node", workers: 1)
     var membership = ClusterMembershipSettings()
     membership.probeInterval = .seconds(1)
@@ -46,7 +50,8 @@ func startNode(seeds: [ClusterNode] = [], logger: Logger? = nil) async throws ->
         }()
     let settings = ClusterSettings(
         clusterName: "entities", port: 0, seeds: seeds.map { ($0.host, $0.port) }, secret: secret,
-        callTimeout: StressScale.hangGuard(.seconds(10)), membership: membership, logger: logger)
+        callTimeout: StressScale.hangGuard(.seconds(10)), membership: membership, transport: transport,
+        logger: logger)
     do {
         return Node(cluster: try await ClusterSystem(settings: settings, actorSystem: actors), actors: actors)
     } catch {
