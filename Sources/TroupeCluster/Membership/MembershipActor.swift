@@ -26,9 +26,12 @@ struct MembershipActor: ActorDefinition {
     /// Frames counted on each association at the last tick (proof of life).
     var heardCounts: [ClusterNode: UInt64] = [:]
     var lastSeedDial: Duration?
+    /// Members answered only through helpers, probe after probe: their connection is redialled.
+    var directPaths: DirectPathWatch
 
     init(cluster: ClusterSystem) {
         self.cluster = cluster
+        directPaths = DirectPathWatch(limit: cluster.settings.limits.reconnectAfterIndirectAnswers)
         machine = SWIMStateMachine(
             myself: cluster.node, settings: cluster.settings.membership, seed: cluster.node.uid)
     }
@@ -46,6 +49,7 @@ struct MembershipActor: ActorDefinition {
         case .tick:
             for (member, count) in cluster.framesReceivedByPeer() where heardCounts[member] != count {
                 heardCounts[member] = count
+                directPaths.heardDirectly(member)
                 directives += machine.heard(from: member, now: now)
             }
             directives += machine.tick(now: now)
@@ -67,6 +71,7 @@ struct MembershipActor: ActorDefinition {
             directives += machine.markDown(member, now: now)
         }
         cluster.carryOut(directives)
+        for member in directPaths.observe(directives) { cluster.reconnect(member) }
     }
 
     /// Until some other member is known, the seeds are dialled once a probe interval; after
@@ -149,6 +154,21 @@ extension ClusterSystem {
     }
 
     static let maximumDiscoveryDials = 16
+
+    /// Closes the connection to `member`, which answered the last probes only through other
+    /// members (``ClusterConnectionLimits/reconnectAfterIndirectAnswers``): the next frame
+    /// for it dials afresh (the membership pings it at once). Calls waiting on the old
+    /// connection fail with ``ClusterCallError/nodeUnreachable(_:reason:)``; they were held
+    /// behind whatever it could not deliver.
+    func reconnect(_ member: ClusterNode) {
+        guard !shutDown, let association = currentAssociation(to: member) else { return }
+        reconnects.wrappingAdd(1, ordering: .relaxed)
+        metrics.reconnects.increment()
+        logger.warning(
+            "\(member) answered \(settings.limits.reconnectAfterIndirectAnswers) probes in a row only through other members: closing the connection to it and dialling again"
+        )
+        association.close()
+    }
 
     /// Carries out the state machine's directives: sends, membership events (published, and
     /// acted on when a member goes down), and dials of members named in gossip.

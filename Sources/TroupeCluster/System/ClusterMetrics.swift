@@ -12,6 +12,7 @@ struct ClusterMetrics: Sendable {
     let callsSucceeded: Counter
     let callsFailed: Counter
     let invocationsReceived: Counter
+    let reconnects: Counter
     let alive: Counter
     let suspect: Counter
     let unreachable: Counter
@@ -29,6 +30,7 @@ struct ClusterMetrics: Sendable {
         callsSucceeded = counter("troupe_cluster_remote_calls_total", [("outcome", "replied")])
         callsFailed = counter("troupe_cluster_remote_calls_total", [("outcome", "failed")])
         invocationsReceived = counter("troupe_cluster_invocations_received_total")
+        reconnects = counter("troupe_cluster_reconnects_total")
         func change(_ status: String) -> Counter {
             counter("troupe_cluster_membership_changes_total", [("status", status)])
         }

@@ -109,6 +109,14 @@ public struct ClusterConnectionLimits: Sendable, Hashable {
     /// over a limit) are logged at most once per interval per kind, with a count of the rest.
     /// Default 10 seconds.
     public var warningInterval: Duration
+    /// After this many probes of a member in a row answered only through other members (the
+    /// member is up, but its own connection delivers nothing: after a partition heals, a TCP
+    /// connection can wait minutes to retransmit a segment, and holds every later frame behind
+    /// it), the connection to it is closed and dialled again, and the calls waiting on it fail
+    /// as ``ClusterCallError/nodeUnreachable(_:reason:)``. Any frame straight from the member
+    /// starts the count again. 0 never closes. Default 3 (with 1 s probes and N members, a
+    /// member is probed about once every N − 1 seconds).
+    public var reconnectAfterIndirectAnswers = 3
 
     public init(
         unauthenticatedFrameSize: Int = 4096,
@@ -142,6 +150,10 @@ public struct ClusterConnectionLimits: Sendable, Hashable {
         }
         if !(handshakesPerSecondPerHost > 0) { return "limits.handshakesPerSecondPerHost must be positive" }
         if incompleteFrameTimeout <= .zero { return "limits.incompleteFrameTimeout must be positive" }
+        if reconnectAfterIndirectAnswers < 0 {
+            return
+                "limits.reconnectAfterIndirectAnswers is a count, 0 (never) or more, not \(reconnectAfterIndirectAnswers)"
+        }
         return nil
     }
 }

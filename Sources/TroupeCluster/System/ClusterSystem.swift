@@ -73,6 +73,7 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     // Counters kept for tests and introspection (also exported as metrics).
     let handshakeFailures = Atomic<Int>(0)
     let protocolViolations = Atomic<Int>(0)
+    let reconnects = Atomic<Int>(0)
 
     /// Starts a node: binds, then joins through ``ClusterSettings/seeds`` in the background
     /// (``membershipEvents()`` reports who joins).
@@ -185,6 +186,11 @@ public final class ClusterSystem: DistributedActorSystem, Sendable {
     public var refusedPeerCount: (handshakes: Int, protocolViolations: Int) {
         (handshakeFailures.load(ordering: .relaxed), protocolViolations.load(ordering: .relaxed))
     }
+
+    /// Connections closed and dialled again because their member answered probes only
+    /// through other members (``ClusterConnectionLimits/reconnectAfterIndirectAnswers``; also
+    /// the metric `troupe_cluster_reconnects_total`).
+    public var reconnectCount: Int { reconnects.load(ordering: .relaxed) }
 
     // MARK: DistributedActorSystem: identities
 

@@ -44,6 +44,28 @@ public final class FaultInjectingTransport: ClusterTransport {
     /// Delays every frame by `delay`, keeping each connection's order.
     public func setDelay(_ delay: Duration) { faults.withLock { $0.delay = delay } }
 
+    /// Holds every frame that the connections this transport dialled to `port`, open now,
+    /// send from now on: none arrives, and the connections stay open, as a TCP connection
+    /// waiting to retransmit a lost segment holds everything sent after it (connections
+    /// opened later are not held). What was held is dropped when the connection closes.
+    /// Returns how many connections it holds.
+    @discardableResult
+    public func stallConnections(toPort port: Int) -> Int {
+        let open = dialled.withLock { dialled in
+            dialled.removeAll { $0.connection.value == nil }
+            return dialled.filter { $0.port == port }.compactMap(\.connection.value)
+        }
+        for connection in open { connection.stall() }
+        return open.count
+    }
+
+    /// The connections this transport dialled, and to which port.
+    private let dialled = Locked<[(port: Int, connection: WeakConnection)]>([])
+
+    private struct WeakConnection {
+        weak var value: FaultyConnection?
+    }
+
     func decide() -> (drop: Bool, delay: Duration) {
         faults.withLock { ($0.drops(), $0.delay) }
     }
@@ -57,8 +79,10 @@ public final class FaultInjectingTransport: ClusterTransport {
     }
 
     public func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection {
-        FaultyConnection(
+        let connection = FaultyConnection(
             base: try await base.connect(host: host, port: port, maximumFrameSize: maximumFrameSize), transport: self)
+        dialled.withLock { $0.append((port, WeakConnection(value: connection))) }
+        return connection
     }
 
     public func shutdown() async { await base.shutdown() }
@@ -75,6 +99,12 @@ final class FaultyConnection: ClusterConnection, ClusterConnectionHandler, @unch
     /// Delayed outbound frames in order, with the instant each is due, and whether a task drains them.
     private let delayed = Locked<(frames: [(due: ContinuousClock.Instant, frame: ByteBuffer)], draining: Bool)>(
         ([], false))
+
+    /// Set by ``FaultInjectingTransport/stallConnections(toPort:)``: nothing more is sent (held
+    /// until the close, which drops it: the same as dropping it now, since it never arrives).
+    private let stalled = Atomic<Bool>(false)
+
+    func stall() { stalled.store(true, ordering: .relaxed) }
 
     init(base: any ClusterConnection, transport: FaultInjectingTransport) {
         self.base = base
@@ -95,7 +125,7 @@ final class FaultyConnection: ClusterConnection, ClusterConnectionHandler, @unch
 
     func send(_ frame: ByteBuffer) {
         let (drop, delay) = transport.decide()
-        if drop { return }
+        if drop || stalled.load(ordering: .relaxed) { return }
         let startDrain = delayed.withLock { state -> Bool? in
             if delay == .zero && state.frames.isEmpty { return nil }
             state.frames.append((ContinuousClock.now + delay, frame))
