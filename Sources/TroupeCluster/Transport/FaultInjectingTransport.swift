@@ -44,11 +44,11 @@ public final class FaultInjectingTransport: ClusterTransport {
     /// Delays every frame by `delay`, keeping each connection's order.
     public func setDelay(_ delay: Duration) { faults.withLock { $0.delay = delay } }
 
-    /// Holds every frame that the connections this transport dialled to `port`, open now,
-    /// send from now on: none arrives, and the connections stay open, as a TCP connection
-    /// waiting to retransmit a lost segment holds everything sent after it (connections
-    /// opened later are not held). What was held is dropped when the connection closes.
-    /// Returns how many connections it holds.
+    /// From now on, nothing that the connections this transport dialled to `port` (those open
+    /// now; not later ones) send arrives, and the connections stay open: to the peer, the same
+    /// as a TCP connection waiting to retransmit a lost segment, which holds everything sent
+    /// after it until it closes. (The frames are dropped at once.) Returns how many
+    /// connections it stalled.
     @discardableResult
     public func stallConnections(toPort port: Int) -> Int {
         let open = dialled.withLock { dialled in
@@ -81,7 +81,10 @@ public final class FaultInjectingTransport: ClusterTransport {
     public func connect(host: String, port: Int, maximumFrameSize: Int) async throws -> any ClusterConnection {
         let connection = FaultyConnection(
             base: try await base.connect(host: host, port: port, maximumFrameSize: maximumFrameSize), transport: self)
-        dialled.withLock { $0.append((port, WeakConnection(value: connection))) }
+        dialled.withLock { dialled in
+            dialled.removeAll { $0.connection.value == nil }
+            dialled.append((port, WeakConnection(value: connection)))
+        }
         return connection
     }
 
@@ -100,8 +103,9 @@ final class FaultyConnection: ClusterConnection, ClusterConnectionHandler, @unch
     private let delayed = Locked<(frames: [(due: ContinuousClock.Instant, frame: ByteBuffer)], draining: Bool)>(
         ([], false))
 
-    /// Set by ``FaultInjectingTransport/stallConnections(toPort:)``: nothing more is sent (held
-    /// until the close, which drops it: the same as dropping it now, since it never arrives).
+    /// Set by ``FaultInjectingTransport/stallConnections(toPort:)``: nothing more is sent.
+    /// Relaxed: the flag guards no other memory, and a frame sent while the stall is being set
+    /// may go either way.
     private let stalled = Atomic<Bool>(false)
 
     func stall() { stalled.store(true, ordering: .relaxed) }
