@@ -164,9 +164,12 @@ extension ClusterSystem {
         guard !shutDown, let association = currentAssociation(to: member) else { return }
         reconnects.wrappingAdd(1, ordering: .relaxed)
         metrics.reconnects.increment()
-        logger.warning(
-            "\(member) answered \(settings.limits.reconnectAfterIndirectAnswers) probes in a row only through other members: closing the connection to it and dialling again"
-        )
+        // Rate-limited like the other connection warnings: over a link cut for good (the member
+        // reached through helpers only), this repeats every few probes of the member.
+        warnAboutPeer(
+            "a member answered probes in a row only through other members: closing the connection to it and dialling again",
+            kind: "reconnect",
+            metadata: ["member": "\(member)", "probes": "\(settings.limits.reconnectAfterIndirectAnswers)"])
         association.close()
     }
 
